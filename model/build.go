@@ -1,0 +1,276 @@
+package model
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// maxSupervisorDepth bounds the ancestor walk for a supervisor, as the vm0
+// runner does (crates/runner/src/process/ancestry.rs walks 16 levels).
+const maxSupervisorDepth = 16
+
+// minIDInPath is the shortest sandbox ID that is trusted to name a cgroup
+// when it appears inside a path component; shorter IDs match by accident.
+const minIDInPath = 8
+
+// Builder turns snapshots into views. It remembers each identity's rule
+// match so that a refresh matches only processes it has not seen; it does
+// no I/O, so Build stays a pure function of its inputs.
+type Builder struct {
+	rules     Rules
+	ruleIndex map[*Rule]int
+	matches   map[proc.Identity]matchMemo
+}
+
+// matchMemo is a remembered rule match. The inputs besides the identity are
+// kept because they can change while the identity lives: execve changes
+// comm (and argv), and a process can chdir or be moved to another cgroup.
+type matchMemo struct {
+	comm, cgroup, freezer, cwd string
+	match                      Match
+	ok                         bool
+}
+
+// NewBuilder returns a Builder for the given rules, tried in order.
+func NewBuilder(rules Rules) *Builder {
+	idx := make(map[*Rule]int, len(rules))
+	for i, r := range rules {
+		idx[r] = i
+	}
+	return &Builder{rules: rules, ruleIndex: idx, matches: map[proc.Identity]matchMemo{}}
+}
+
+// Build groups a snapshot into sandboxes with a throwaway Builder.
+func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
+	return NewBuilder(rules).Build(snap, prev)
+}
+
+func (b *Builder) match(p *proc.Process) (Match, bool) {
+	id := p.ID()
+	if m, ok := b.matches[id]; ok && m.comm == p.Comm && m.cgroup == p.Cgroup && m.freezer == p.Freezer && m.cwd == p.Cwd {
+		return m.match, m.ok
+	}
+	m, ok := b.rules.Match(p)
+	b.matches[id] = matchMemo{comm: p.Comm, cgroup: p.Cgroup, freezer: p.Freezer, cwd: p.Cwd, match: m, ok: ok}
+	return m, ok
+}
+
+// build holds the working state of one Build call.
+type build struct {
+	*Builder
+	snap   *proc.Snapshot
+	prev   *View
+	byID   map[string]*Sandbox
+	owner  map[int]*Sandbox // pid → sandbox
+	via    map[int]Via
+	procs  map[*Sandbox][]*proc.Process // members, in attribution order
+	rules  map[*Sandbox][]*Rule
+	firstR map[*Sandbox]int // lowest rule index that matched the sandbox
+	// matchedArgv keeps, per sandbox, the processes a rule matched, for
+	// the socket-supervisor test (the flag is on the matched process).
+	matched map[*Sandbox][]matchedProc
+}
+
+type matchedProc struct {
+	p *proc.Process
+	m Match
+}
+
+// Build groups snap into sandboxes. prev, when not nil, is the previous view
+// of the same host: a process that was in a sandbox there stays in it while
+// its identity lives (sticky attribution).
+func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
+	w := &build{
+		Builder: b,
+		snap:    snap,
+		prev:    prev,
+		byID:    map[string]*Sandbox{},
+		owner:   make(map[int]*Sandbox, len(snap.Procs)/4),
+		via:     make(map[int]Via, len(snap.Procs)/4),
+		rules:   map[*Sandbox][]*Rule{},
+		firstR:  map[*Sandbox]int{},
+		procs:   map[*Sandbox][]*proc.Process{},
+		matched: map[*Sandbox][]matchedProc{},
+	}
+	live := make(map[proc.Identity]bool, len(snap.Procs))
+	for _, p := range snap.Procs {
+		live[p.ID()] = true
+	}
+	for id := range b.matches {
+		if !live[id] {
+			delete(b.matches, id)
+		}
+	}
+
+	w.attributeByRule()
+	w.attributeByGroup()
+	w.attributeByAncestor()
+	w.mergeByCgroupName()
+	w.attributeByCgroup()
+	w.attributeSticky()
+	return w.finish()
+}
+
+// excluded reports whether p can never be part of a sandbox: kernel threads,
+// PID 1 (on these hosts the machine's own agent, whose argv even mentions
+// firecracker) and sandtop itself.
+func (w *build) excluded(p *proc.Process) bool {
+	return p.Kernel || p.PID <= 1 || p.PID == w.snap.Self
+}
+
+func (w *build) sandbox(id string, m Match) *Sandbox {
+	sb := w.byID[id]
+	if sb == nil {
+		sb = &Sandbox{ID: id, Vars: map[string]string{}}
+		w.byID[id] = sb
+		w.firstR[sb] = len(w.ruleIndex) + 1
+	}
+	if m.Rule != nil {
+		if i, ok := w.ruleIndex[m.Rule]; ok && i < w.firstR[sb] {
+			w.firstR[sb] = i
+			sb.Rule, sb.Runtime, sb.MatchedBy = m.Rule, m.Rule.Name, m.By
+		} else if sb.Rule == nil {
+			sb.Rule, sb.Runtime, sb.MatchedBy = m.Rule, m.Rule.Name, m.By
+		}
+		if !slices.Contains(w.rules[sb], m.Rule) {
+			w.rules[sb] = append(w.rules[sb], m.Rule)
+		}
+	}
+	for k, v := range m.Vars {
+		if _, ok := sb.Vars[k]; !ok {
+			sb.Vars[k] = v
+		}
+	}
+	return sb
+}
+
+func (w *build) assign(p *proc.Process, sb *Sandbox, via Via) {
+	w.owner[p.PID] = sb
+	w.via[p.PID] = via
+	w.procs[sb] = append(w.procs[sb], p)
+}
+
+// Rule 1: a process matched by a rule is in that rule's sandbox.
+func (w *build) attributeByRule() {
+	for _, p := range w.snap.Procs {
+		if w.excluded(p) {
+			continue
+		}
+		m, ok := w.match(p)
+		if !ok {
+			continue
+		}
+		sb := w.sandbox(m.ID, m)
+		w.assign(p, sb, ViaRule)
+		w.matched[sb] = append(w.matched[sb], matchedProc{p, m})
+	}
+}
+
+// Rule 1b: with process_group, the matched process's whole process group
+// joins (vm0 starts sudo → ip netns exec → sudo -u → firecracker as one
+// group, and kills it with killpg).
+func (w *build) attributeByGroup() {
+	groups := map[int]*Sandbox{}
+	for _, p := range w.snap.Procs {
+		sb := w.owner[p.PID]
+		if sb == nil || w.via[p.PID] != ViaRule || p.PGID <= 1 {
+			continue
+		}
+		if m, _ := w.match(p); m.Rule == nil || !m.Rule.ProcessGroup {
+			continue
+		}
+		// Never pull in the group sandtop runs in: a sandbox started from
+		// the operator's shell would otherwise take the shell with it.
+		if self := w.snap.ByPID[w.snap.Self]; self != nil && self.PGID == p.PGID {
+			continue
+		}
+		if _, seen := groups[p.PGID]; !seen {
+			groups[p.PGID] = sb
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	for _, p := range w.snap.Procs {
+		if sb, ok := groups[p.PGID]; ok && w.owner[p.PID] == nil && !w.excluded(p) {
+			w.assign(p, sb, ViaGroup)
+		}
+	}
+}
+
+// Rule 2: an unmatched process inherits the sandbox of its nearest member
+// ancestor.
+func (w *build) attributeByAncestor() {
+	// found caches the answer for every pid walked, so the pass is linear.
+	found := make(map[int]*Sandbox, len(w.snap.Procs))
+	var chain []int
+	for _, p := range w.snap.Procs {
+		if w.owner[p.PID] != nil || w.excluded(p) {
+			continue
+		}
+		chain = chain[:0]
+		var sb *Sandbox
+		cur := p
+		for steps := 0; cur != nil && steps <= len(w.snap.Procs); steps++ {
+			if s, ok := found[cur.PID]; ok {
+				sb = s
+				break
+			}
+			if s := w.owner[cur.PID]; s != nil {
+				sb = s
+				break
+			}
+			if w.excluded(cur) {
+				break
+			}
+			chain = append(chain, cur.PID)
+			cur = w.snap.ByPID[cur.PPID]
+		}
+		for _, pid := range chain {
+			found[pid] = sb
+		}
+		if sb != nil {
+			w.assign(p, sb, ViaAncestor)
+		}
+	}
+}
+
+// Rule 4: an identity that was in a sandbox in the previous view stays in
+// it while it lives, even when nothing else would place it there.
+func (w *build) attributeSticky() {
+	if w.prev == nil {
+		return
+	}
+	joined := false
+	for _, p := range w.snap.Procs {
+		if w.owner[p.PID] != nil || w.excluded(p) {
+			continue
+		}
+		old := w.prev.SandboxOf(p.ID())
+		if old == nil {
+			continue
+		}
+		sb := w.byID[old.ID]
+		if sb == nil {
+			// Everything that named the sandbox is gone but this process
+			// lives on: keep showing it under its old identity.
+			sb = w.sandbox(old.ID, Match{Rule: old.Rule, ID: old.ID, By: old.MatchedBy, Vars: old.Vars})
+		}
+		w.assign(p, sb, ViaSticky)
+		joined = true
+	}
+	if joined {
+		w.attributeByAncestor()
+	}
+}
+
+func (w *build) sorted() []*Sandbox {
+	out := make([]*Sandbox, 0, len(w.byID))
+	for _, sb := range w.byID {
+		out = append(out, sb)
+	}
+	slices.SortFunc(out, func(a, b *Sandbox) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}

@@ -1,0 +1,223 @@
+package model
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// Rule 3: a process in a sandbox's dedicated cgroup is in the sandbox even
+// when its ancestry no longer reaches it (a double-forked child that escaped
+// to a subreaper). Which cgroups are dedicated is decided here, once, from
+// rules 1 and 2; the result is kept on the Sandbox.
+func (w *build) attributeByCgroup() {
+	v2 := w.index(func(p *proc.Process) string { return p.Cgroup })
+	v1 := w.index(func(p *proc.Process) string { return p.Freezer })
+	joined := false
+	for _, sb := range w.sorted() {
+		sb.Cgroup = w.dedicated(sb, v2, func(p *proc.Process) string { return p.Cgroup })
+		sb.Freezer = w.dedicated(sb, v1, func(p *proc.Process) string { return p.Freezer })
+		for _, dir := range []struct {
+			path string
+			idx  cgroupIndex
+		}{{sb.Cgroup, v2}, {sb.Freezer, v1}} {
+			if dir.path == "" {
+				continue
+			}
+			for _, p := range dir.idx.under(dir.path) {
+				if w.owner[p.PID] == nil {
+					w.assign(p, sb, ViaCgroup)
+					joined = true
+				}
+			}
+		}
+	}
+	if joined {
+		w.attributeByAncestor()
+	}
+}
+
+// cgroupIndex lists the processes of each cgroup path, with the paths
+// sorted so that a subtree is one contiguous run.
+type cgroupIndex struct {
+	paths []string
+	procs map[string][]*proc.Process
+}
+
+func (w *build) index(path func(*proc.Process) string) cgroupIndex {
+	idx := cgroupIndex{procs: map[string][]*proc.Process{}}
+	for _, p := range w.snap.Procs {
+		if p.Kernel {
+			continue
+		}
+		if c := path(p); c != "" {
+			if _, ok := idx.procs[c]; !ok {
+				idx.paths = append(idx.paths, c)
+			}
+			idx.procs[c] = append(idx.procs[c], p)
+		}
+	}
+	slices.Sort(idx.paths)
+	return idx
+}
+
+// under returns the processes in dir and in every cgroup below it.
+func (idx cgroupIndex) under(dir string) []*proc.Process {
+	out := idx.procs[dir]
+	prefix := dir + "/"
+	if dir == "/" {
+		prefix = "/"
+	}
+	i, _ := slices.BinarySearch(idx.paths, prefix)
+	for ; i < len(idx.paths) && strings.HasPrefix(idx.paths[i], prefix); i++ {
+		if idx.paths[i] != dir {
+			out = append(out[:len(out):len(out)], idx.procs[idx.paths[i]]...)
+		}
+	}
+	return out
+}
+
+// dedicated returns the cgroup that belongs to sb alone, or "". The first
+// candidate is the deepest cgroup holding every member; when that one is
+// shared, the second is the deepest cgroup holding the members whose
+// cgroup names the sandbox (a container's scope, while its shim lives in
+// containerd's cgroup). A candidate is dedicated when nothing in it (or
+// below) belongs to another sandbox or is a process sandtop must never
+// touch, and when every other process in it either is already a member or
+// can be claimed: a cgroup claims its strays when it names the sandbox (a
+// rule's cgroup matcher recognised it, or the ID is part of the path).
+// Without that evidence a stray is a bystander sharing the cgroup, and
+// cgroup.kill there would kill it.
+func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, path func(*proc.Process) string) string {
+	var all, named string
+	for _, p := range w.procs[sb] {
+		c := path(p)
+		if c == "" {
+			continue
+		}
+		all = commonCgroup(all, c)
+		if w.claims(sb, c) {
+			named = commonCgroup(named, c)
+		}
+	}
+	for _, cand := range []string{all, named} {
+		if w.owns(sb, idx, cand) {
+			return cand
+		}
+	}
+	return ""
+}
+
+// owns reports whether cand may be treated as sb's own cgroup.
+func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
+	if cand == "" || cand == "/" {
+		return false
+	}
+	claims := w.claims(sb, cand)
+	for _, p := range idx.under(cand) {
+		if w.excluded(p) {
+			return false
+		}
+		switch owner := w.owner[p.PID]; {
+		case owner == sb:
+		case owner != nil:
+			return false
+		case !claims:
+			return false
+		}
+	}
+	return true
+}
+
+func (w *build) claims(sb *Sandbox, dir string) bool {
+	for _, r := range w.rules[sb] {
+		if r.Cgroup != nil && r.Cgroup.MatchString(dir) {
+			return true
+		}
+	}
+	if len(sb.ID) < minIDInPath {
+		return false
+	}
+	for _, part := range strings.Split(dir, "/") {
+		if strings.Contains(part, sb.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeByCgroupName folds a sandbox into another whose member cgroups carry
+// its ID as a whole token. A Kubernetes pod is found by its pod UID (the
+// kubepods…pod<uid> cgroup) while its shim is found by the pod sandbox ID,
+// and the pause container's scope, cri-containerd-<sandbox id>.scope, is
+// what ties the two together: one pod, one sandbox.
+func (w *build) mergeByCgroupName() {
+	for _, dst := range w.sorted() {
+		if w.byID[dst.ID] != dst {
+			continue // merged away already
+		}
+		seen := map[string]bool{}
+		for _, p := range w.procs[dst] {
+			if p.Cgroup == "" || seen[p.Cgroup] {
+				continue
+			}
+			seen[p.Cgroup] = true
+			for _, tok := range strings.FieldsFunc(p.Cgroup, isCgroupSeparator) {
+				if src := w.byID[tok]; src != nil && src != dst && len(tok) >= minIDInPath {
+					w.merge(dst, src)
+				}
+			}
+		}
+	}
+}
+
+func isCgroupSeparator(r rune) bool {
+	return r == '/' || r == '-' || r == '.' || r == '_' || r == ':' || r == '@'
+}
+
+// merge moves every member of src into dst; dst keeps its ID and runtime,
+// and remembers src's ID as an alias.
+func (w *build) merge(dst, src *Sandbox) {
+	for _, p := range w.procs[src] {
+		w.owner[p.PID] = dst
+	}
+	w.procs[dst] = append(w.procs[dst], w.procs[src]...)
+	w.matched[dst] = append(w.matched[dst], w.matched[src]...)
+	for _, r := range w.rules[src] {
+		if !slices.Contains(w.rules[dst], r) {
+			w.rules[dst] = append(w.rules[dst], r)
+		}
+	}
+	for k, v := range src.Vars {
+		if _, ok := dst.Vars[k]; !ok {
+			dst.Vars[k] = v
+		}
+	}
+	dst.Aliases = append(dst.Aliases, src.ID)
+	dst.Aliases = append(dst.Aliases, src.Aliases...)
+	delete(w.byID, src.ID)
+	delete(w.procs, src)
+}
+
+// commonCgroup returns the deepest cgroup that contains both paths; ""
+// stands for no path yet.
+func commonCgroup(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	for a != b {
+		if len(a) > len(b) {
+			a, b = b, a
+		}
+		if strings.HasPrefix(b, a) && (a == "/" || b[len(a)] == '/') {
+			return a
+		}
+		i := strings.LastIndexByte(b, '/')
+		if i <= 0 {
+			return "/"
+		}
+		b = b[:i]
+	}
+	return a
+}

@@ -1,0 +1,210 @@
+package model
+
+import (
+	"cmp"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// finish builds member trees, supervisors and badges, and the indexes.
+func (w *build) finish() *View {
+	v := &View{
+		Time:     w.snap.Time,
+		Host:     w.snap.Hostname,
+		Snapshot: w.snap,
+		byID:     w.byID,
+		byMember: make(map[proc.Identity]*Sandbox, len(w.owner)),
+	}
+	members := map[*Sandbox][]*Member{}
+	byPID := make(map[int]*Member, len(w.owner))
+	for _, p := range w.snap.Procs {
+		sb := w.owner[p.PID]
+		if sb == nil {
+			if !p.Kernel {
+				v.Unattributed = append(v.Unattributed, p)
+			}
+			continue
+		}
+		m := &Member{Process: p, Via: w.via[p.PID]}
+		byPID[p.PID] = m
+		members[sb] = append(members[sb], m)
+		v.byMember[p.ID()] = sb
+	}
+	v.Sandboxes = w.sorted()
+	for _, sb := range v.Sandboxes {
+		w.tree(sb, members[sb], byPID)
+		w.supervise(sb)
+		w.badge(sb)
+		sb.Cleanup = w.cleanup(sb)
+	}
+	return v
+}
+
+// tree links members to their member parents, picks the root and lays the
+// members out in pre-order.
+func (w *build) tree(sb *Sandbox, ms []*Member, byPID map[int]*Member) {
+	var tops []*Member
+	for _, m := range ms { // ms is in pid order, so children end up by pid
+		if parent := byPID[m.PPID]; parent != nil && w.owner[m.PPID] == sb && m.PPID != m.PID {
+			m.Parent = parent
+			parent.Children = append(parent.Children, m)
+		} else {
+			tops = append(tops, m)
+		}
+	}
+	if len(tops) == 0 { // only a corrupt ppid cycle gets here
+		tops = ms[:1]
+	}
+	root := slices.MinFunc(tops, func(a, b *Member) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.PID, b.PID))
+	})
+	sb.Root = root
+	for _, m := range tops {
+		// A top-level member other than the root was re-parented away
+		// from its tree — unless it is a sibling of the root under the
+		// same (non-init) parent, as a pod's containers are under their
+		// shim.
+		m.Orphan = m != root && (m.PPID <= 1 || m.PPID != root.PPID)
+	}
+	sb.Members = make([]*Member, 0, len(ms))
+	var walk func(m *Member, depth int)
+	walk = func(m *Member, depth int) {
+		m.Depth = depth
+		sb.Members = append(sb.Members, m)
+		for _, c := range m.Children {
+			walk(c, depth+1)
+		}
+	}
+	walk(root, 0)
+	for _, m := range tops {
+		if m != root {
+			walk(m, 0)
+		}
+	}
+}
+
+// supervise finds the sandbox's supervisor and decides whether it is gone.
+func (w *build) supervise(sb *Sandbox) {
+	// The sandbox's own rule first, then any other rule that recognised
+	// part of it (a pod's shim names containerd's socket).
+	sup := Supervisor{}
+	for _, r := range append([]*Rule{sb.Rule}, w.rules[sb]...) {
+		if r != nil && !r.Supervisor.IsZero() {
+			sup = r.Supervisor
+			break
+		}
+	}
+	switch {
+	case sup.Ancestor != nil:
+		p := w.snap.ByPID[sb.Root.PPID]
+		for depth := 0; p != nil && p.PID > 1 && depth < maxSupervisorDepth; depth++ {
+			if sup.Ancestor.MatchString(strings.Join(p.Argv, " ")) {
+				sb.Supervisor, sb.Supervised = p, true
+				sb.SupervisorNote = "supervisor " + describe(p) + " is an ancestor"
+				return
+			}
+			p = w.snap.ByPID[p.PPID]
+		}
+		sb.Orphan = true
+		sb.SupervisorNote = "no ancestor within 16 levels matches " + sup.Ancestor.String()
+	case sup.SocketFlag != "":
+		path := ""
+		for _, mp := range w.matched[sb] {
+			if v, ok := FlagValue(mp.p.Argv, sup.SocketFlag); ok {
+				path = v
+				break
+			}
+		}
+		path = strings.TrimPrefix(path, "unix://")
+		switch {
+		case path == "":
+			sb.SupervisorNote = "no " + sup.SocketFlag + " flag: supervisor unknown"
+		case w.snap.Listeners == nil:
+			sb.SupervisorNote = "unix sockets unreadable: supervisor unknown"
+		case w.snap.Listeners[path]:
+			sb.Supervised = true
+			sb.SupervisorNote = "supervisor listens on " + path
+		default:
+			sb.Orphan = true
+			sb.SupervisorNote = "nothing listens on " + path
+		}
+	default:
+		sb.SupervisorNote = "rule names no supervisor"
+		if sb.Rule == nil {
+			sb.SupervisorNote = "no rule"
+		}
+	}
+}
+
+func describe(p *proc.Process) string {
+	name := p.Comm
+	if len(p.Argv) > 0 {
+		name = p.Argv[0]
+	}
+	return name + " (pid " + strconv.Itoa(p.PID) + ")"
+}
+
+// badge derives zombie and paused state and the badge list.
+func (w *build) badge(sb *Sandbox) {
+	live, stopped, frozen := 0, 0, 0
+	for _, m := range sb.Members {
+		if m.Orphan {
+			sb.Orphan = true
+		}
+		if m.Zombie() {
+			sb.Zombies++
+			continue
+		}
+		live++
+		if m.Stopped() {
+			stopped++
+		}
+		if w.snap.Cgroups[m.Cgroup].Frozen || w.snap.Freezers[m.Freezer].Frozen {
+			frozen++
+		}
+	}
+	sb.Dead = live == 0
+	sb.Frozen = live > 0 && frozen == live
+	sb.Paused = sb.Frozen || (live > 0 && stopped == live)
+	if sb.Orphan {
+		sb.Badges = append(sb.Badges, BadgeOrphan)
+	}
+	if sb.Zombies > 0 {
+		sb.Badges = append(sb.Badges, BadgeZombie)
+	}
+	if sb.Paused {
+		sb.Badges = append(sb.Badges, BadgePaused)
+	}
+}
+
+// cleanup expands the cleanup templates of every rule that matched the
+// sandbox with the sandbox's captures, keeping only safe paths (see
+// Match.CleanupPaths); an unusable template is dropped, not guessed at.
+func (w *build) cleanup(sb *Sandbox) []string {
+	var out []string
+	for _, r := range w.rules[sb] {
+		paths, _ := Match{Rule: r, ID: sb.ID, Vars: sb.Vars}.CleanupPaths()
+		for _, p := range paths {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// SafeCleanupPath reports whether path may be removed as cleanup of the
+// sandbox id: it must be absolute and clean (no "..", which a captured ID
+// could smuggle in), hold no unexpanded placeholder, and name the sandbox
+// ID as one of its components, so that a rule can never remove a shared
+// directory such as /run or a user's home.
+func SafeCleanupPath(path, id string) bool {
+	if id == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsAny(path, "{}") {
+		return false
+	}
+	return slices.Contains(strings.Split(path, "/"), id)
+}

@@ -1,0 +1,115 @@
+package model
+
+import (
+	"time"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// Document is the stable JSON form of a view (`sandtop list --json`). Field
+// names and meanings are documented in README.md; add fields, never rename.
+type Document struct {
+	Time      time.Time     `json:"time"`
+	Host      string        `json:"host"`
+	Sandboxes []SandboxJSON `json:"sandboxes"`
+	// Unattributed counts user-space processes in no sandbox.
+	Unattributed int `json:"unattributed"`
+	// UnattributedProcesses lists them, only when asked for (--all).
+	UnattributedProcesses []ProcessJSON `json:"unattributed_processes,omitempty"`
+	// PartlyUnreadable counts processes some of whose fields could not be read.
+	PartlyUnreadable int `json:"partly_unreadable"`
+}
+
+// SandboxJSON is one sandbox in a Document.
+type SandboxJSON struct {
+	ID            string        `json:"id"`
+	Runtime       string        `json:"runtime"`
+	RootPID       int           `json:"root_pid"`
+	SupervisorPID int           `json:"supervisor_pid"`
+	Supervisor    string        `json:"supervisor"`
+	Cgroup        string        `json:"cgroup"`
+	Freezer       string        `json:"freezer_cgroup"`
+	Frozen        bool          `json:"frozen"`
+	Badges        []Badge       `json:"badges"`
+	Cleanup       []string      `json:"cleanup"`
+	Processes     []ProcessJSON `json:"processes"`
+}
+
+// ProcessJSON is one process in a Document.
+type ProcessJSON struct {
+	PID        int       `json:"pid"`
+	PPID       int       `json:"ppid"`
+	PGID       int       `json:"pgid"`
+	SID        int       `json:"sid"`
+	UID        int       `json:"uid"`
+	State      string    `json:"state"`
+	Comm       string    `json:"comm"`
+	Argv       []string  `json:"argv"`
+	StartTime  time.Time `json:"start_time"`
+	StartTicks uint64    `json:"start_ticks"`
+	CPUSeconds float64   `json:"cpu_seconds"`
+	RSSBytes   uint64    `json:"rss_bytes"`
+	Threads    int       `json:"threads"`
+	Orphan     bool      `json:"orphan"`
+	Zombie     bool      `json:"zombie"`
+}
+
+// Document converts the view. With all, the unattributed processes are
+// listed too.
+func (v *View) Document(all bool) Document {
+	d := Document{
+		Time:             v.Time.UTC().Truncate(time.Second),
+		Host:             v.Host,
+		Sandboxes:        make([]SandboxJSON, 0, len(v.Sandboxes)),
+		Unattributed:     len(v.Unattributed),
+		PartlyUnreadable: v.Snapshot.PartlyUnreadable,
+	}
+	for _, sb := range v.Sandboxes {
+		s := SandboxJSON{
+			ID:         sb.ID,
+			Runtime:    sb.Runtime,
+			RootPID:    sb.Root.PID,
+			Supervisor: sb.SupervisorNote,
+			Cgroup:     sb.Cgroup,
+			Freezer:    sb.Freezer,
+			Frozen:     sb.Frozen,
+			Badges:     append([]Badge{}, sb.Badges...),
+			Cleanup:    append([]string{}, sb.Cleanup...),
+			Processes:  make([]ProcessJSON, 0, len(sb.Members)),
+		}
+		if sb.Supervisor != nil {
+			s.SupervisorPID = sb.Supervisor.PID
+		}
+		for _, m := range sb.Members {
+			pj := v.processJSON(m.Process)
+			pj.Orphan = m.Orphan
+			s.Processes = append(s.Processes, pj)
+		}
+		d.Sandboxes = append(d.Sandboxes, s)
+	}
+	if all {
+		for _, p := range v.Unattributed {
+			d.UnattributedProcesses = append(d.UnattributedProcesses, v.processJSON(p))
+		}
+	}
+	return d
+}
+
+func (v *View) processJSON(p *proc.Process) ProcessJSON {
+	argv := p.Argv
+	if argv == nil {
+		argv = []string{}
+	}
+	return ProcessJSON{
+		PID: p.PID, PPID: p.PPID, PGID: p.PGID, SID: p.SID, UID: p.UID,
+		State:      string(p.State),
+		Comm:       p.Comm,
+		Argv:       argv,
+		StartTime:  v.Snapshot.StartTime(p).UTC().Truncate(time.Second),
+		StartTicks: p.Start,
+		CPUSeconds: v.Snapshot.CPUSeconds(p),
+		RSSBytes:   p.RSS,
+		Threads:    p.Threads,
+		Zombie:     p.Zombie(),
+	}
+}

@@ -1,0 +1,486 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// The matcher names reported in Match.By, in the order in which they are
+// asked for the ID.
+const (
+	ByExe    = "exe"
+	ByComm   = "comm"
+	ByArgv   = "argv"
+	ByFlag   = "flag"
+	ByCgroup = "cgroup"
+	ByCwd    = "cwd"
+)
+
+// IDTransform rewrites a captured ID into the spelling its runtime uses.
+type IDTransform string
+
+// The ID transforms a rule may name.
+const (
+	IDTransformNone IDTransform = ""
+	// UnderscoreToDash undoes the kubelet's systemd cgroup driver, which
+	// writes a pod UID's "-" as "_" because "-" separates slice levels in
+	// systemd unit names (kubepods-burstable-pod1234_abcd.slice).
+	UnderscoreToDash IDTransform = "underscore-to-dash"
+	// SystemdUnescape decodes systemd's unit-name escaping ("\x2d" is "-"),
+	// as in machine-fedora\x2d38.scope (systemd.unit(5), "String Escaping").
+	SystemdUnescape IDTransform = "systemd-unescape"
+)
+
+// Valid reports whether t is a transform Apply knows.
+func (t IDTransform) Valid() bool {
+	return t == IDTransformNone || t == UnderscoreToDash || t == SystemdUnescape
+}
+
+// Apply returns s rewritten by the transform.
+func (t IDTransform) Apply(s string) string {
+	switch t {
+	case UnderscoreToDash:
+		return strings.ReplaceAll(s, "_", "-")
+	case SystemdUnescape:
+		return systemdUnescape(s)
+	}
+	return s
+}
+
+// systemdUnescape turns every "\xNN" into the byte it names and leaves
+// anything else, including a malformed escape, as it is.
+func systemdUnescape(s string) string {
+	i := strings.Index(s, `\x`)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i >= 0 {
+		b.WriteString(s[:i])
+		if n, err := strconv.ParseUint(s[i+2:min(i+4, len(s))], 16, 8); err == nil && i+4 <= len(s) {
+			b.WriteByte(byte(n))
+			s = s[i+4:]
+		} else {
+			b.WriteString(`\x`)
+			s = s[i+2:]
+		}
+		i = strings.Index(s, `\x`)
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// FlagValue returns the value of flag in argv[1:], written either as its own
+// token followed by the value ("-id X") or joined with "=" ("-id=X"); the
+// flag must be a whole token. A one-dash flag ("-id") also matches its
+// two-dash spelling ("--id"), because Go's flag package, which containerd
+// shims parse their arguments with, accepts both. Scanning stops at "--",
+// which ends the options. ok is false when the flag is absent or is the
+// last token; "-id=" yields "" with ok true.
+func FlagValue(argv []string, flag string) (value string, ok bool) {
+	if flag == "" {
+		return "", false
+	}
+	long := ""
+	if strings.HasPrefix(flag, "-") && !strings.HasPrefix(flag, "--") {
+		long = "-" + flag
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			break
+		}
+		name, val, joined := strings.Cut(a, "=")
+		if name != flag && (long == "" || name != long) {
+			continue
+		}
+		if joined {
+			return val, true
+		}
+		if i+1 < len(argv) {
+			return argv[i+1], true
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// deletedSuffix is what the kernel appends to the /proc/PID/exe and
+// /proc/PID/cwd link targets once the file or directory has been unlinked
+// (proc(5)); the path before it is still the one the process was using.
+const deletedSuffix = " (deleted)"
+
+// subject is one process as the matchers see it. argv joined by spaces is
+// built at most once per process, and only when a rule gets as far as
+// needing it: most processes fail a cheaper matcher first.
+type subject struct {
+	p      *proc.Process
+	argv   string
+	joined bool
+}
+
+func (s *subject) joinedArgv() string {
+	if !s.joined {
+		s.argv, s.joined = strings.Join(s.p.Argv, " "), true
+	}
+	return s.argv
+}
+
+// cgroup is the v2 path, or the v1 freezer path on hosts where the process
+// sits only at the root of the v2 hierarchy (or has none).
+func (s *subject) cgroup() string {
+	if c := s.p.Cgroup; c != "" && c != "/" {
+		return c
+	}
+	return s.p.Freezer
+}
+
+// matchString reports whether re matches in. An empty input is an unknown
+// field (unreadable, a zombie's argv, a kernel thread's exe), and an unknown
+// field never satisfies a matcher.
+func matchString(re *regexp.Regexp, in string) bool {
+	return in != "" && mayMatch(re, in) && re.MatchString(in)
+}
+
+// literalCache maps each regexp to the literals one of which any string it
+// matches must contain (nil: no such literals). A Go regexp costs about a
+// microsecond on even a short input that it rejects, while almost every
+// process fails every rule, so a strings.Contains first makes a scan of
+// thousands of processes an order of magnitude cheaper. Entries are never
+// evicted: there is one per regexp compiled, and rules are compiled once per
+// load of the rules file.
+var literalCache sync.Map // *regexp.Regexp -> []string
+
+func mayMatch(re *regexp.Regexp, in string) bool {
+	v, ok := literalCache.Load(re)
+	if !ok {
+		v, _ = literalCache.LoadOrStore(re, requiredLiterals(re.String()))
+	}
+	lits := v.([]string)
+	if lits == nil {
+		return true
+	}
+	for _, l := range lits {
+		if strings.Contains(in, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// requiredLiterals returns literals one of which every match of expr
+// contains, or nil when it cannot name any.
+func requiredLiterals(expr string) []string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return required(re.Simplify())
+}
+
+func required(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		lit := string(re.Rune)
+		if re.Flags&syntax.FoldCase != 0 || strings.ContainsRune(lit, utf8.RuneError) {
+			return nil
+		}
+		return []string{lit}
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// Any one part's literals will do; the part whose shortest literal
+		// is longest filters best.
+		var best []string
+		for _, sub := range re.Sub {
+			if lits := required(sub); lits != nil && (best == nil || shortest(lits) > shortest(best)) {
+				best = lits
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		// Every branch must require something, and any of it will do.
+		var all []string
+		for _, sub := range re.Sub {
+			lits := required(sub)
+			if lits == nil {
+				return nil
+			}
+			all = append(all, lits...)
+		}
+		if len(all) > 8 {
+			return nil
+		}
+		return all
+	}
+	return nil
+}
+
+func shortest(lits []string) int {
+	n := len(lits[0])
+	for _, l := range lits[1:] {
+		n = min(n, len(l))
+	}
+	return n
+}
+
+// Match reports whether the rule claims p, and with which ID. Kernel threads
+// never match.
+func (r *Rule) Match(p *proc.Process) (Match, bool) {
+	if p == nil || p.Kernel {
+		return Match{}, false
+	}
+	s := subject{p: p}
+	return r.match(&s)
+}
+
+// Match returns the match of the first rule that claims p.
+func (rs Rules) Match(p *proc.Process) (Match, bool) {
+	if p == nil || p.Kernel {
+		return Match{}, false
+	}
+	s := subject{p: p}
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		if m, ok := r.match(&s); ok {
+			return m, true
+		}
+	}
+	return Match{}, false
+}
+
+// match runs on every process of every scan, so it works in two passes. The
+// first decides, cheapest matcher first, with MatchString, which allocates
+// nothing; only a process that passes all of them pays for the submatch
+// pass that collects the captures.
+func (r *Rule) match(s *subject) (Match, bool) {
+	p := s.p
+	exeIn := ""
+	if r.Exe != nil {
+		switch exe := strings.TrimSuffix(p.Exe, deletedSuffix); {
+		case len(p.Argv) > 0 && matchString(r.Exe, p.Argv[0]):
+			exeIn = p.Argv[0]
+		case matchString(r.Exe, exe):
+			exeIn = exe
+		default:
+			return Match{}, false
+		}
+	}
+	if r.Comm != nil && !matchString(r.Comm, p.Comm) {
+		return Match{}, false
+	}
+	flagVal := ""
+	if r.Flag != "" {
+		v, ok := FlagValue(p.Argv, r.Flag)
+		if !ok || v == "" {
+			return Match{}, false
+		}
+		flagVal = v
+	}
+	cgroup := ""
+	if r.Cgroup != nil {
+		if cgroup = s.cgroup(); !matchString(r.Cgroup, cgroup) {
+			return Match{}, false
+		}
+	}
+	cwd := ""
+	if r.Cwd != nil {
+		if cwd = strings.TrimSuffix(p.Cwd, deletedSuffix); !matchString(r.Cwd, cwd) {
+			return Match{}, false
+		}
+	}
+	argv := ""
+	if r.Argv != nil || r.ExcludeArgv != nil {
+		argv = s.joinedArgv()
+		if r.Argv != nil && !matchString(r.Argv, argv) {
+			return Match{}, false
+		}
+		if r.ExcludeArgv != nil && r.ExcludeArgv.MatchString(argv) {
+			return Match{}, false
+		}
+	}
+
+	c := captures{}
+	c.add(ByExe, r.Exe, exeIn)
+	c.add(ByComm, r.Comm, p.Comm)
+	c.add(ByArgv, r.Argv, argv)
+	if c.id == "" && flagVal != "" {
+		c.id, c.by = flagVal, ByFlag
+	}
+	c.add(ByCgroup, r.Cgroup, cgroup)
+	c.add(ByCwd, r.Cwd, cwd)
+	id := r.IDTransform.Apply(c.id)
+	if id == "" {
+		return Match{}, false
+	}
+	if c.vars == nil {
+		c.vars = make(map[string]string, 1)
+	}
+	c.vars["id"] = id
+	return Match{Rule: r, ID: id, By: c.by, Vars: c.vars}, true
+}
+
+// captures gathers the named groups of the matchers, asked in ID order: the
+// first non-empty "id" is the ID, and for any other name the first matcher
+// whose group took part in the match wins.
+type captures struct {
+	id, by string
+	vars   map[string]string
+}
+
+func (c *captures) add(by string, re *regexp.Regexp, in string) {
+	if re == nil || in == "" || !hasNamedGroup(re) {
+		return
+	}
+	loc := re.FindStringSubmatchIndex(in)
+	for i, name := range re.SubexpNames() {
+		if name == "" || loc == nil || loc[2*i] < 0 {
+			continue // unnamed, or a group in an alternative that did not match
+		}
+		v := in[loc[2*i]:loc[2*i+1]]
+		if name == "id" {
+			if c.id == "" && v != "" {
+				c.id, c.by = v, by
+			}
+			continue
+		}
+		if c.vars == nil {
+			c.vars = make(map[string]string, 4)
+		}
+		if _, seen := c.vars[name]; !seen {
+			c.vars[name] = v
+		}
+	}
+}
+
+func hasNamedGroup(re *regexp.Regexp) bool {
+	for _, n := range re.SubexpNames() {
+		if n != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// hasGroup reports whether re has a capture group called name.
+func hasGroup(re *regexp.Regexp, name string) bool {
+	return re != nil && re.SubexpIndex(name) >= 0
+}
+
+// Expand substitutes every "{name}" in template with Vars[name]. A
+// placeholder with no value is left as it is, so a half-expanded path stays
+// recognisable; use CleanupPaths to get only paths safe to remove.
+func (m Match) Expand(template string) string {
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(template, '{')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(template[open:], '}')
+		if end < 0 {
+			break
+		}
+		name := template[open+1 : open+end]
+		b.WriteString(template[:open])
+		if v, ok := m.Vars[name]; ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(template[open : open+end+1])
+		}
+		template = template[open+end+1:]
+	}
+	b.WriteString(template)
+	return b.String()
+}
+
+// CleanupPaths expands the rule's cleanup templates into the paths that are
+// safe to remove. A path is refused, and named in the returned error, when a
+// placeholder has no value or an empty one, when the ID is "." or ".." or
+// holds a "/", or when the result is not an absolute, clean path other than
+// "/" (no "..", "." or "//" parts): the values come from argv and cwd, which
+// the sandboxed side may control, and must never steer a removal outside
+// the runtime's own directories.
+func (m Match) CleanupPaths() ([]string, error) {
+	if m.Rule == nil {
+		return nil, nil
+	}
+	var (
+		paths []string
+		errs  []error
+	)
+	for _, t := range m.Rule.Cleanup {
+		if err := m.checkVars(t); err != nil {
+			errs = append(errs, fmt.Errorf("cleanup %q: %w", t, err))
+			continue
+		}
+		p := m.Expand(t)
+		if !SafeCleanupPath(p, m.ID) {
+			errs = append(errs, fmt.Errorf("cleanup %q: %q is not an absolute, clean path naming the sandbox ID", t, p))
+			continue
+		}
+		paths = append(paths, p)
+	}
+	return paths, errors.Join(errs...)
+}
+
+func (m Match) checkVars(template string) error {
+	names, err := placeholders(template)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		v, ok := m.Vars[n]
+		switch {
+		case !ok || v == "":
+			return fmt.Errorf("{%s} has no value", n)
+		case n == "id" && (v == "." || v == ".." || strings.Contains(v, "/")):
+			return fmt.Errorf("ID %q cannot name a directory", v)
+		}
+	}
+	return nil
+}
+
+// placeholders lists the names of the "{name}" placeholders in template,
+// rejecting unbalanced braces and names that no regex group could have.
+func placeholders(template string) ([]string, error) {
+	var names []string
+	for rest := template; rest != ""; {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			break
+		}
+		if rest[open] == '}' {
+			return nil, errors.New(`"}" without "{"`)
+		}
+		end := strings.IndexAny(rest[open+1:], "{}")
+		if end < 0 || rest[open+1+end] == '{' {
+			return nil, errors.New(`"{" without "}"`)
+		}
+		name := rest[open+1 : open+1+end]
+		if !groupName.MatchString(name) {
+			return nil, fmt.Errorf("{%s} is not a capture group name", name)
+		}
+		names = append(names, name)
+		rest = rest[open+1+end+1:]
+	}
+	return names, nil
+}
+
+// groupName is what RE2 accepts as a capture group name.
+var groupName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)

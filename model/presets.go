@@ -1,0 +1,192 @@
+package model
+
+import (
+	"regexp"
+	"slices"
+	"sync"
+)
+
+// Presets returns the built-in rules, most specific first: rules on a
+// process's own argv or exe come before rules on the cgroup it lives in, and
+// a runtime's own shim rule before the generic containerd shim rule. Each
+// call returns fresh copies, so a caller may change them; the compiled
+// regexes are shared, which is safe because a *regexp.Regexp is immutable.
+// Each rule's Doc cites the source (repository and path) its shape is
+// taken from.
+func Presets() Rules {
+	src := presets()
+	out := make(Rules, len(src))
+	for i, r := range src {
+		c := *r
+		c.Cleanup = slices.Clone(r.Cleanup)
+		out[i] = &c
+	}
+	return out
+}
+
+// Regex pieces shared by several presets.
+const (
+	// vm0Runner is vm0's parse_runner_cmdline as one regex: an argv token
+	// "start" or "benchmark" and a token "--config" or "-c" followed by a
+	// value, in either order.
+	vm0Runner = `(?:^| )(?:start|benchmark) (?:.* )?(?:--config|-c) [^ ]|(?:^| )(?:--config|-c) [^ ]+ (?:.* )?(?:start|benchmark)(?: |$)`
+	// shimHelper is the short-lived form containerd runs a shim binary in:
+	// "... -id ID start" to launch the daemon and "... -id ID -bundle B
+	// delete" to clean up after a dead one. Go's flag package stops at the
+	// first positional argument, so the action is always the last token.
+	shimHelper = `(?:^| )(?:start|delete)$`
+	// shimAncestor is any containerd shim (or runsc itself, for a runsc
+	// sandbox run without containerd).
+	shimAncestor = `(?:^|/)(?:containerd-shim-[a-z0-9]+-v[0-9]+|runsc) `
+	boxID        = `[A-Za-z0-9_-]{1,128}`
+	vm0Docs      = "vm0-ai/vm0 crates/runner/src/process/discovery.rs (is_firecracker_cmdline, parse_workspace_cwd, parse_runner_cmdline), crates/sandbox-fc/src/sandbox.rs (sudo ip netns exec … firecracker, process_group(0), cwd = workspace), crates/sandbox-fc/src/paths.rs (/run/vm0/sock/<id>/), crates/runner/src/cmd/kill/orphan.rs (orphan cleanup)"
+)
+
+var presets = sync.OnceValue(func() Rules {
+	re := regexp.MustCompile
+	vm0Supervisor := Supervisor{Ancestor: re(vm0Runner)}
+	containerd := Supervisor{SocketFlag: "-address"}
+	rules := Rules{
+		{
+			Name:         "vm0",
+			Exe:          re(`(?:^|/)firecracker$`),
+			Cwd:          re(`^(?P<base>/.*)/workspaces/(?P<id>[^/]+)$`),
+			ProcessGroup: true,
+			Supervisor:   vm0Supervisor,
+			Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
+			Doc:          "vm0 runner's Firecracker, by the {base}/workspaces/{id} cwd the runner spawns it in: " + vm0Docs,
+		},
+		{
+			Name:         "vm0",
+			Exe:          re(`(?:^|/)firecracker$`),
+			Argv:         re(`(?:^| )--config-file (?P<base>/[^ ]*)/workspaces/(?P<id>[^/ ]+)/config\.json(?: |$)`),
+			ProcessGroup: true,
+			Supervisor:   vm0Supervisor,
+			Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
+			Doc:          "vm0 runner's Firecracker, fresh boot (firecracker --config-file {base}/workspaces/{id}/config.json --no-api), for when the cwd is unreadable: " + vm0Docs,
+		},
+		{
+			Name:         "vm0",
+			Exe:          re(`(?:^|/)firecracker$`),
+			Argv:         re(`(?:^| )--api-sock /run/vm0/sock/(?P<id>[^/ ]+)/`),
+			ProcessGroup: true,
+			Supervisor:   vm0Supervisor,
+			// The socket path does not say where the workspace is, so only
+			// the socket directory can be cleaned up.
+			Cleanup: []string{"/run/vm0/sock/{id}"},
+			Doc:     "vm0 runner's Firecracker, snapshot restore (firecracker --api-sock /run/vm0/sock/{id}/api.sock), for when the cwd is unreadable: " + vm0Docs,
+		},
+		{
+			Name: "firecracker",
+			Exe:  re(`(?:^|/)jailer$`),
+			Argv: re(`(?:^| )--exec-file[ =]`),
+			Flag: "--id",
+			Doc:  "Firecracker jailer (jailer --id <id> --exec-file … --uid … --gid …; the chroot is <chroot-base>/<exec-file name>/<id>): firecracker-microvm/firecracker docs/jailer.md, src/jailer/src/env.rs",
+		},
+		{
+			Name: "firecracker",
+			Exe:  re(`(?:^|/)firecracker[^/]*$`),
+			Flag: "--id",
+			Doc:  "Firecracker with an --id, as the jailer execs it (/firecracker --id <id> --start-time-us … in its chroot; the exec file's name must contain \"firecracker\"): firecracker-microvm/firecracker src/jailer/src/env.rs (exec_command), docs/jailer.md",
+		},
+		{
+			Name: "boxlite",
+			Exe:  re(`/boxes/(?P<id>` + boxID + `)/bin/boxlite-shim$`),
+			Doc:  "boxlite shim, copied into each box as ~/.boxlite/boxes/<id>/bin/boxlite-shim: boxlite-ai/boxlite src/boxlite/src/jailer/shim_copy.rs; IDs per src/boxlite/src/runtime/id.rs",
+		},
+		{
+			Name: "boxlite",
+			Exe:  re(`(?:^|/)bwrap$`),
+			Argv: re(`(?:^| )--(?:ro-)?bind [^ ]*/boxes/(?P<id>` + boxID + `)(?:/[^ ]*)? .* -- [^ ]*boxlite-shim(?: |$)`),
+			Doc:  "boxlite's outer and inner (pid-namespace) bwrap, whose binds carry the box directory (bwrap … --ro-bind ~/.boxlite/boxes/<id>/bin … -- …/boxlite-shim): boxlite-ai/boxlite src/boxlite/src/jailer/sandbox/bwrap.rs, src/boxlite/src/jailer/bwrap.rs, src/boxlite/src/jailer/mod.rs (build_path_access)",
+		},
+		{
+			Name:   "boxlite",
+			Cgroup: re(`(?:^|/)boxlite/(?P<id>` + boxID + `)(?:/|$)`),
+			Doc:    "boxlite box cgroup, /boxlite/<id> as root or user.slice/user-<uid>.slice/user@<uid>.service/boxlite/<id> rootless: boxlite-ai/boxlite src/boxlite/src/jailer/cgroup.rs",
+		},
+		{
+			Name:        "cube",
+			Exe:         re(`(?:^|/)containerd-shim-cube-rs$`),
+			Flag:        "-id",
+			ExcludeArgv: re(shimHelper),
+			Supervisor:  containerd,
+			Doc:         "CubeSandbox shim with the hypervisor in-process (containerd-shim-cube-rs -namespace <ns> -id <sandbox> -address <cubelet socket>): TencentCloud/CubeSandbox CubeShim/shim/src/service/srv.rs (containerd_shim spawn), Cubelet/services/cubebox/local.go",
+		},
+		{
+			Name:        "kata",
+			Exe:         re(`(?:^|/)containerd-shim-kata-v2$`),
+			Flag:        "-id",
+			ExcludeArgv: re(shimHelper),
+			Supervisor:  containerd,
+			Doc:         "Kata Containers shim, one per pod sandbox (containerd-shim-kata-v2 -namespace <ns> -id <sandbox> -address <containerd socket>): kata-containers/kata-containers src/runtime/cmd/containerd-shim-kata-v2/main.go, containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (daemon argv)",
+		},
+		{
+			Name:       "kata",
+			Exe:        re(`(?:^|/)qemu(?:-system-[a-z0-9_]+|-kvm)?$`),
+			Argv:       re(`(?:^| )-name sandbox-(?P<id>[^ ,]+)(?:[, ]|$)`),
+			Supervisor: Supervisor{Ancestor: re(`(?:^|/)containerd-shim-kata-v2 `)},
+			Doc:        "Kata Containers QEMU (qemu-system-* -name sandbox-<id>[,debug-threads=on] … -pidfile /run/vc/vm/<id>/pid): kata-containers/kata-containers src/runtime/virtcontainers/qemu.go (govmmQemu.Config Name, PidFile)",
+		},
+		{
+			Name:        "gvisor",
+			Exe:         re(`(?:^|/)containerd-shim-runsc-v1$`),
+			Flag:        "-id",
+			ExcludeArgv: re(shimHelper),
+			Supervisor:  containerd,
+			Doc:         "gVisor's containerd shim (containerd-shim-runsc-v1 -namespace <ns> -id <id> -address <containerd socket>): google/gvisor shim/main.go, containerd/containerd core/runtime/v2/binary.go",
+		},
+		{
+			Name:       "gvisor",
+			Exe:        re(`(?:^|/)runsc-sandbox$`),
+			Argv:       re(`(?:^| )boot (?:.* )?(?P<id>[^ -][^ ]*)$`),
+			Supervisor: Supervisor{Ancestor: re(shimAncestor)},
+			Doc:        "gVisor sandbox (Sentry): argv[0] set to runsc-sandbox, `boot` subcommand, container ID as the last argument: google/gvisor runsc/sandbox/sandbox.go (createSandboxProcess)",
+		},
+		{
+			Name:       "gvisor",
+			Exe:        re(`(?:^|/)runsc-gofer$`),
+			Argv:       re(`(?:^| )gofer (?:.* )?--bundle[ =](?:[^ ]*/)?(?P<id>[^/ ]+)/?(?: |$)`),
+			Supervisor: Supervisor{Ancestor: re(shimAncestor)},
+			Doc:        "gVisor gofer: argv[0] set to runsc-gofer, `gofer --bundle <bundle>`; containerd names the bundle directory after the container ID: google/gvisor runsc/container/container.go (createGoferProcess)",
+		},
+		{
+			Name:        "docker",
+			Exe:         re(`(?:^|/)containerd-shim-[a-z0-9]+-v[0-9]+$`),
+			Argv:        re(`(?:^| )--?namespace[= ]moby(?: |$)`),
+			Flag:        "-id",
+			ExcludeArgv: re(shimHelper),
+			Supervisor:  containerd,
+			Doc:         "containerd shim of a Docker container: dockerd runs its containers in the containerd namespace \"moby\", and the shim's -id is the 64-hex container ID that also names its docker-<id>.scope cgroup: moby/moby libcontainerd/supervisor (namespace moby), containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand)",
+		},
+		{
+			Name:        "containerd",
+			Exe:         re(`(?:^|/)containerd-shim-[a-z0-9]+-v[0-9]+$`),
+			Flag:        "-id",
+			ExcludeArgv: re(shimHelper),
+			Supervisor:  containerd,
+			Doc:         "containerd shim v2 daemon (containerd-shim-<runtime>-v<N> -namespace <ns> -id <id> -address <socket>), not its start/delete helper runs: containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand), core/runtime/v2/binary.go, pkg/shim/util.go (Command)",
+		},
+		{
+			Name:        "kubernetes",
+			Cgroup:      re(`(?:^|/)kubepods(?:-[a-z]+)?-pod(?P<id>[0-9A-Fa-f_]+)\.slice(?:/|$)|(?:^|/)kubepods/(?:[a-z]+/)?pod(?P<id>[0-9A-Fa-f-]+)(?:/|$)`),
+			IDTransform: UnderscoreToDash,
+			Doc:         "Kubernetes pod cgroup, systemd driver (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid with _>.slice) or cgroupfs (/kubepods/<qos>/pod<uid>); the ID is the pod UID: kubernetes/kubernetes pkg/kubelet/cm/cgroup_manager_linux.go (escapeSystemdCgroupName, ToSystemd, ToCgroupfs)",
+		},
+		{
+			Name:   "docker",
+			Cgroup: re(`(?:^|/)docker-(?P<id>[0-9a-f]{64})\.scope(?:/|$)|(?:^|/)docker/(?P<id>[0-9a-f]{64})(?:/|$)`),
+			Doc:    "Docker container cgroup, systemd driver (system.slice/docker-<id>.scope) or cgroupfs (/docker/<id>): moby/moby daemon/oci_linux.go (WithCgroups: \"system.slice:docker:<id>\" or /docker/<id>)",
+		},
+		{
+			Name:        "machine",
+			Cgroup:      re(`(?:^|/)machine\.slice/machine-(?P<id>[^/]+)\.scope(?:/|$)`),
+			IDTransform: SystemdUnescape,
+			Doc:         "systemd-machined machine (nspawn container or VM) scope machine.slice/machine-<escaped name>.scope; the ID is the unescaped machine name: systemd/systemd src/machine/machine.c (machine_start_scope)",
+		},
+	}
+	for _, r := range rules {
+		r.Source = "preset"
+	}
+	return rules
+})

@@ -1,0 +1,72 @@
+package model
+
+import (
+	"regexp"
+)
+
+// Rule says how one runtime's processes are recognised and where the
+// sandbox ID comes from. Every matcher that is set must match; the ID is the
+// named group "id" of whichever matcher captured it, or the Flag's value.
+type Rule struct {
+	// Name is shown as the sandbox's runtime.
+	Name string
+	// Exe is matched against argv[0], then against the exe path.
+	Exe *regexp.Regexp
+	// Comm is matched against /proc/PID/comm (truncated to 15 bytes by the kernel).
+	Comm *regexp.Regexp
+	// Argv is matched against argv joined by single spaces.
+	Argv *regexp.Regexp
+	// ExcludeArgv, when it matches argv joined by single spaces, stops the
+	// rule from matching (RE2 has no negative lookahead), e.g. containerd's
+	// short-lived "start" and "delete" shim invocations.
+	ExcludeArgv *regexp.Regexp
+	// Flag names a command-line flag whose value is the ID: "--id X" or
+	// "--id=X", with the flag as an exact token. A one-dash flag ("-id")
+	// also matches "--id", as Go's flag package does (see FlagValue).
+	Flag string
+	// Cgroup is matched against the cgroup v2 path (the v1 freezer path on
+	// hosts where the process has no v2 cgroup).
+	Cgroup *regexp.Regexp
+	// Cwd is matched against the process's working directory.
+	Cwd *regexp.Regexp
+	// IDTransform rewrites the captured ID into the runtime's own spelling
+	// (a regex can capture text but not rewrite it).
+	IDTransform IDTransform
+	// ProcessGroup puts the matched process's whole process group in the sandbox.
+	ProcessGroup bool
+	// Supervisor tells how to find the process that owns the sandbox; a
+	// sandbox whose rule names a supervisor that cannot be found is an orphan.
+	Supervisor Supervisor
+	// Cleanup paths are removed after an orphan is killed. "{id}" and any
+	// other named capture group ("{base}") are substituted.
+	Cleanup []string
+	// Source says where the rule was defined: "file:line" or "preset".
+	Source string
+	// Doc is a one-line description; presets cite the runtime source the
+	// shape comes from.
+	Doc string
+}
+
+// Supervisor describes how a sandbox's owner is recognised.
+type Supervisor struct {
+	// Ancestor is matched against the argv (joined by spaces) of each
+	// ancestor of the sandbox's root, up to 16 levels.
+	Ancestor *regexp.Regexp
+	// SocketFlag names a flag of the matched process whose value is a unix
+	// socket path; the supervisor is alive while something listens on it.
+	SocketFlag string
+}
+
+// IsZero reports whether no supervisor is configured.
+func (s Supervisor) IsZero() bool { return s.Ancestor == nil && s.SocketFlag == "" }
+
+// Match is the result of a rule matching one process.
+type Match struct {
+	Rule *Rule
+	ID   string
+	// By names the matcher that yielded the ID: "exe", "comm", "argv",
+	// "flag", "cgroup" or "cwd".
+	By string
+	// Vars holds every named capture group of every matcher (including "id").
+	Vars map[string]string
+}

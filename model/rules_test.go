@@ -1,0 +1,347 @@
+package model
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// errorLines lists the messages of the errors ParseRules joined, in order.
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
+}
+
+func TestParseRulesErrors(t *testing.T) {
+	knownKeys := "name, exe, comm, argv, exclude_argv, flag, cgroup, cwd, id_transform, process_group, supervisor, cleanup"
+	tests := []struct {
+		file string
+		want []string // without the "testdata/rules/" prefix
+	}{
+		{"unknown_key.toml", []string{
+			`unknown_key.toml:10: rule "typo": key "exec": unknown key (known keys: ` + knownKeys + `)`,
+			`unknown_key.toml:11: rule "typo": key "supervisor.sokcet_flag": unknown key (known keys: ancestor, socket_flag)`,
+		}},
+		// toml's own position for "rule.argv" would be line 11, the second
+		// rule's argv: the line scan must blame line 6.
+		{"bad_regex.toml", []string{
+			"bad_regex.toml:6: rule \"vm0\": key \"argv\": error parsing regexp: missing closing ): `--api-sock /run/vm0/sock/(?P<id>[^/ ]+/`",
+		}},
+		{"missing_name.toml", []string{
+			`missing_name.toml:1: rule #1: key "name": required`,
+			`missing_name.toml:6: rule #2: key "name": required`,
+		}},
+		{"no_id.toml", []string{
+			`no_id.toml:1: rule "anon": no key yields an ID: add a (?P<id>...) group to exe, comm, argv, cgroup or cwd, or set flag`,
+		}},
+		{"bad_supervisor.toml", []string{
+			`bad_supervisor.toml:4: rule "both": key "supervisor": set exactly one of ancestor or socket_flag`,
+			`bad_supervisor.toml:9: rule "neither": key "supervisor": set exactly one of ancestor or socket_flag`,
+			`bad_supervisor.toml:14: rule "table": key "supervisor": set exactly one of ancestor or socket_flag`,
+			`bad_supervisor.toml:16: rule "table": key "supervisor.socket_flag": "address" is not a flag like --address or -address`,
+		}},
+		{"bad_cleanup.toml", []string{
+			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "{base}/workspaces/{id}" uses {base}, which no matcher captures`,
+			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "/run/vm0/sock/{id": "{" without "}"`,
+		}},
+		{"syntax.toml", []string{
+			`syntax.toml:3: invalid TOML: strings cannot contain newlines`,
+		}},
+		// A key that failed to decode is not also reported as missing, and
+		// does not set off the rule-wide "no ID" check.
+		{"bad_type.toml", []string{
+			`bad_type.toml:3: rule "types": key "exe": must be a string, not an integer`,
+			`bad_type.toml:5: rule "types": key "process_group": must be a boolean, not a string`,
+			`bad_type.toml:6: rule "types": key "cleanup": must be an array of strings, not a string`,
+			`bad_type.toml:7: rule "types": key "id_transform": unknown transform "upper" (known: "underscore-to-dash", "systemd-unescape")`,
+			`bad_type.toml:8: rule "types": key "cwd": empty regex: it would match anything`,
+			`bad_type.toml:9: rule "types": key "supervisor.ancestor": empty regex: it would match anything`,
+		}},
+		{"top_level.toml", []string{
+			`top_level.toml:1: key "version": unknown key: a rules file holds only [[rule]] tables`,
+			`top_level.toml:7: key "rules": unknown key: a rules file holds only [[rule]] tables`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "rules", tt.file)
+			rs, err := LoadRulesFile(path)
+			if rs != nil {
+				t.Errorf("got %d rules alongside the error, want none", len(rs))
+			}
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, "testdata/rules/"+w)
+			}
+			if got := errorLines(err); !slices.Equal(got, want) {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			var re *RuleError
+			if !errors.As(err, &re) || re.File != path || re.Line == 0 {
+				t.Errorf("error %v is not a located *RuleError", err)
+			}
+		})
+	}
+}
+
+func TestParseRulesValid(t *testing.T) {
+	rs, err := LoadRulesFile("testdata/rules/valid.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Name+"@"+r.Source)
+	}
+	want := []string{
+		"vm0-local@testdata/rules/valid.toml:3",
+		"shim@testdata/rules/valid.toml:14",
+		"pods@testdata/rules/valid.toml:28",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rules %v, want %v", got, want)
+	}
+	vm0, shim, pods := rs[0], rs[1], rs[2]
+	if !vm0.ProcessGroup || vm0.Supervisor.Ancestor == nil || vm0.Cwd.String() != `^(?P<base>.+)/workspaces/(?P<id>[^/]+)$` {
+		t.Errorf("vm0-local decoded as %+v", vm0)
+	}
+	if want := []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"}; !slices.Equal(vm0.Cleanup, want) {
+		t.Errorf("cleanup %q, want %q", vm0.Cleanup, want)
+	}
+	if shim.Flag != "-id" || shim.Supervisor.SocketFlag != "-address" || shim.ExcludeArgv.String() != `(^| )(start|delete)$` {
+		t.Errorf("shim decoded as %+v", shim)
+	}
+	if shim.Comm.String() != "[[rule]]\nname = \"in a string\"\n" {
+		t.Errorf("multi-line comm %q", shim.Comm.String())
+	}
+	if pods.IDTransform != UnderscoreToDash {
+		t.Errorf("id_transform %q", pods.IDTransform)
+	}
+}
+
+func TestParseRulesInlineArray(t *testing.T) {
+	// Rules written as an inline array have no [[rule]] headers: their
+	// problems are located at "rule =".
+	src := "# inline\nrule = [\n  { name = \"a\", flag = \"--id\" },\n  { name = \"b\", exe = 'x' },\n]\n"
+	_, err := ParseRules([]byte(src), "inline.toml")
+	want := []string{`inline.toml:2: rule "b": no key yields an ID: add a (?P<id>...) group to exe, comm, argv, cgroup or cwd, or set flag`}
+	if got := errorLines(err); !slices.Equal(got, want) {
+		t.Errorf("errors %q, want %q", got, want)
+	}
+	rs, err := ParseRules([]byte("rule = [{ name = \"a\", flag = \"--id\" }]\n"), "inline.toml")
+	if err != nil || len(rs) != 1 || rs[0].Source != "inline.toml:1" {
+		t.Errorf("inline rule: %v, %v", rs, err)
+	}
+}
+
+func TestParseRulesEmpty(t *testing.T) {
+	rs, err := ParseRules([]byte("# nothing yet\n"), "empty.toml")
+	if err != nil || len(rs) != 0 {
+		t.Errorf("empty file: %v, %v", rs, err)
+	}
+}
+
+func TestLoadRulesFileMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.toml")
+	_, err := LoadRulesFile(path)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %v does not wrap ErrNotExist and name %s", err, path)
+	}
+}
+
+func TestScanLayout(t *testing.T) {
+	src := `top = 1
+[[rule]]
+name = "a" # [[rule]] in a comment
+argv = 'x = y'
+cleanup = [
+  "b = c",
+  '[[rule]]',
+]
+supervisor.ancestor = "r"
+
+[[rule]]
+comm = """
+[[rule]]
+flag = "inside"
+\"""
+"""
+flag = "--id"
+[rule.supervisor]
+socket_flag = "-address"
+
+[other]
+[[rule]]
+'name' = "c"
+`
+	lay := scanLayout([]byte(src))
+	if len(lay.rules) != 3 {
+		t.Fatalf("found %d [[rule]] headers, want 3", len(lay.rules))
+	}
+	tests := []struct {
+		rule int
+		key  string
+		want int
+	}{
+		{0, "name", 3},
+		{0, "argv", 4},
+		{0, "cleanup", 5},
+		{0, "supervisor.ancestor", 9},
+		{0, "supervisor", 9},
+		{0, "supervisor.nope", 9},
+		{0, "exe", 2}, // absent: the header
+		{1, "comm", 12},
+		{1, "flag", 17},
+		{1, "supervisor", 18},
+		{1, "supervisor.socket_flag", 19},
+		{2, "name", 23},
+	}
+	for _, tt := range tests {
+		if got := lay.keyLine(tt.rule, tt.key); got != tt.want {
+			t.Errorf("rule %d key %q on line %d, want %d", tt.rule, tt.key, got, tt.want)
+		}
+	}
+	if lay.topLine("top") != 1 || lay.topLine("other") != 21 {
+		t.Errorf("top-level lines %v", lay.top)
+	}
+}
+
+func TestRulesPath(t *testing.T) {
+	write := func(t *testing.T, path string) string {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("# rules\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	type env struct{ xdg, home, system string }
+	tests := []struct {
+		name     string
+		setup    func(t *testing.T, e env) (explicit, want string)
+		wantErr  error
+		anyError bool
+	}{
+		{"explicit wins", func(t *testing.T, e env) (string, string) {
+			write(t, filepath.Join(e.xdg, "sandtop", "rules.toml"))
+			p := write(t, filepath.Join(t.TempDir(), "mine.toml"))
+			return p, p
+		}, nil, false},
+		{"explicit must exist", func(t *testing.T, e env) (string, string) {
+			write(t, filepath.Join(e.xdg, "sandtop", "rules.toml"))
+			return filepath.Join(e.home, "nope.toml"), ""
+		}, fs.ErrNotExist, false},
+		{"xdg config home", func(t *testing.T, e env) (string, string) {
+			write(t, e.system)
+			return "", write(t, filepath.Join(e.xdg, "sandtop", "rules.toml"))
+		}, nil, false},
+		{"xdg set hides ~/.config", func(t *testing.T, e env) (string, string) {
+			write(t, filepath.Join(e.home, ".config", "sandtop", "rules.toml"))
+			return "", write(t, e.system)
+		}, nil, false},
+		{"home config when xdg unset", func(t *testing.T, e env) (string, string) {
+			t.Setenv("XDG_CONFIG_HOME", "")
+			write(t, e.system)
+			return "", write(t, filepath.Join(e.home, ".config", "sandtop", "rules.toml"))
+		}, nil, false},
+		{"relative xdg is ignored", func(t *testing.T, e env) (string, string) {
+			t.Setenv("XDG_CONFIG_HOME", "relative/dir")
+			return "", write(t, filepath.Join(e.home, ".config", "sandtop", "rules.toml"))
+		}, nil, false},
+		{"system file", func(t *testing.T, e env) (string, string) {
+			return "", write(t, e.system)
+		}, nil, false},
+		{"none", func(t *testing.T, e env) (string, string) {
+			return "", ""
+		}, nil, false},
+		{"directory in the way", func(t *testing.T, e env) (string, string) {
+			if err := os.MkdirAll(filepath.Join(e.xdg, "sandtop", "rules.toml"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return "", ""
+		}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := env{xdg: t.TempDir(), home: t.TempDir(), system: filepath.Join(t.TempDir(), "etc", "rules.toml")}
+			t.Setenv("XDG_CONFIG_HOME", e.xdg)
+			t.Setenv("HOME", e.home)
+			old := systemRulesPath
+			systemRulesPath = e.system
+			t.Cleanup(func() { systemRulesPath = old })
+
+			explicit, want := tt.setup(t, e)
+			got, err := RulesPath(explicit)
+			switch {
+			case tt.wantErr != nil || tt.anyError:
+				if err == nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+					t.Errorf("RulesPath(%q) error %v, want %v", explicit, err, tt.wantErr)
+				}
+			case err != nil:
+				t.Errorf("RulesPath(%q): %v", explicit, err)
+			case got != want:
+				t.Errorf("RulesPath(%q) = %q, want %q", explicit, got, want)
+			}
+		})
+	}
+}
+
+func TestEffective(t *testing.T) {
+	mine := &Rule{Name: "mine", Flag: "--id"}
+	user := Rules{mine}
+	all := Effective(user, true)
+	if len(all) != 1+len(Presets()) || all[0] != mine || all[1].Source != "preset" {
+		t.Errorf("Effective(user, true) = %d rules starting %v", len(all), all[0])
+	}
+	only := Effective(user, false)
+	if len(only) != 1 || only[0] != mine {
+		t.Errorf("Effective(user, false) = %v", only)
+	}
+	only[0] = nil
+	if user[0] != mine {
+		t.Error("Effective shares the caller's backing array")
+	}
+}
+
+func TestWriteTOMLQuoting(t *testing.T) {
+	// Regexes with a quote, a backslash and a control character need a
+	// basic string; the rest read best as literal strings.
+	r := &Rule{
+		Name:    `it's "quoted"`,
+		Argv:    mustRegexp(t, `--name 'x\ty' (?P<id>\S+)`+"\t"),
+		Cleanup: []string{`/srv/{id}`},
+		Source:  "code\nsecond line",
+		Doc:     "doc",
+	}
+	var b strings.Builder
+	if err := (Rules{r}).WriteTOML(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# source: code\n# second line\n# doc\n[[rule]]\n", `name = "it's \"quoted\""`, `cleanup = ["/srv/{id}"]`, `argv = "--name 'x\\ty' (?P<id>\\S+)\t"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	back, err := ParseRules([]byte(b.String()), "out.toml")
+	if err != nil {
+		t.Fatalf("%v in:\n%s", err, b.String())
+	}
+	if back[0].Name != r.Name || back[0].Argv.String() != r.Argv.String() {
+		t.Errorf("round trip gave %q %q", back[0].Name, back[0].Argv)
+	}
+}

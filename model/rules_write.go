@@ -1,0 +1,95 @@
+package model
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ruleTOML is a rule as a rules file spells it.
+type ruleTOML struct {
+	Name         string          `toml:"name"`
+	Exe          string          `toml:"exe,omitempty"`
+	Comm         string          `toml:"comm,omitempty"`
+	Argv         string          `toml:"argv,omitempty"`
+	ExcludeArgv  string          `toml:"exclude_argv,omitempty"`
+	Flag         string          `toml:"flag,omitempty"`
+	Cgroup       string          `toml:"cgroup,omitempty"`
+	Cwd          string          `toml:"cwd,omitempty"`
+	IDTransform  string          `toml:"id_transform,omitempty"`
+	ProcessGroup bool            `toml:"process_group,omitempty"`
+	Cleanup      []string        `toml:"cleanup,omitempty"`
+	Supervisor   *supervisorTOML `toml:"supervisor,omitempty"`
+}
+
+type supervisorTOML struct {
+	Ancestor   string `toml:"ancestor,omitempty"`
+	SocketFlag string `toml:"socket_flag,omitempty"`
+}
+
+// reString is a matcher's source, "" for an unset matcher.
+func reString(re *regexp.Regexp) string {
+	if re == nil {
+		return ""
+	}
+	return re.String()
+}
+
+func (r *Rule) toTOML() ruleTOML {
+	t := ruleTOML{
+		Name:         r.Name,
+		Exe:          reString(r.Exe),
+		Comm:         reString(r.Comm),
+		Argv:         reString(r.Argv),
+		ExcludeArgv:  reString(r.ExcludeArgv),
+		Flag:         r.Flag,
+		Cgroup:       reString(r.Cgroup),
+		Cwd:          reString(r.Cwd),
+		IDTransform:  string(r.IDTransform),
+		ProcessGroup: r.ProcessGroup,
+		Cleanup:      r.Cleanup,
+	}
+	if !r.Supervisor.IsZero() {
+		t.Supervisor = &supervisorTOML{
+			Ancestor:   reString(r.Supervisor.Ancestor),
+			SocketFlag: r.Supervisor.SocketFlag,
+		}
+	}
+	return t
+}
+
+// WriteTOML prints the rules as a rules file that ParseRules accepts, each
+// rule preceded by comments giving its source and its doc line.
+func (rs Rules) WriteTOML(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# sandtop rules: the first rule that matches a process claims it.\n")
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		b.WriteString("\n")
+		comment(&b, "source: "+r.Source)
+		if r.Doc != "" {
+			comment(&b, r.Doc)
+		}
+		enc := toml.NewEncoder(&b)
+		enc.Indent = ""
+		doc := struct {
+			Rule []ruleTOML `toml:"rule"`
+		}{[]ruleTOML{r.toTOML()}}
+		if err := enc.Encode(doc); err != nil {
+			return fmt.Errorf("rule %q: %w", r.Name, err)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func comment(b *strings.Builder, text string) {
+	for _, l := range strings.Split(text, "\n") {
+		b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
+	}
+}

@@ -1,0 +1,132 @@
+package model
+
+import (
+	"time"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// Badge is a condition an operator must see at a glance.
+type Badge string
+
+// The badges, in display order.
+const (
+	BadgeOrphan Badge = "orphan"
+	BadgeZombie Badge = "zombie"
+	BadgePaused Badge = "paused"
+)
+
+// Via says why a process is in a sandbox (attribution rules 1–4).
+type Via uint8
+
+// Attribution reasons, in the order they are applied.
+const (
+	ViaRule     Via = iota + 1 // a rule matched the process itself
+	ViaGroup                   // in the process group of a matched process
+	ViaAncestor                // its nearest member ancestor is in the sandbox
+	ViaCgroup                  // it lives in the sandbox's dedicated cgroup
+	ViaSticky                  // it was in the sandbox in an earlier view and still lives
+)
+
+func (v Via) String() string {
+	switch v {
+	case ViaRule:
+		return "rule"
+	case ViaGroup:
+		return "process group"
+	case ViaAncestor:
+		return "ancestor"
+	case ViaCgroup:
+		return "cgroup"
+	case ViaSticky:
+		return "sticky"
+	}
+	return "?"
+}
+
+// View is the host grouped into sandboxes: a pure function of a snapshot,
+// the rules and the previous view.
+type View struct {
+	Time     time.Time
+	Host     string
+	Snapshot *proc.Snapshot
+	// Sandboxes sorted by ID.
+	Sandboxes []*Sandbox
+	// Unattributed lists the user-space processes in no sandbox, by pid
+	// (PID 1 and sandtop itself included; kernel threads excluded).
+	Unattributed []*proc.Process
+
+	byID     map[string]*Sandbox
+	byMember map[proc.Identity]*Sandbox
+}
+
+// Sandbox is one sandbox: a set of processes that share an ID.
+type Sandbox struct {
+	ID      string
+	Runtime string
+	// Aliases are other IDs folded into this sandbox (a pod's sandbox ID,
+	// under its pod UID).
+	Aliases []string
+	// Rule is the rule that first recognised the sandbox; MatchedBy names
+	// its matcher that captured the ID.
+	Rule      *Rule
+	MatchedBy string
+	// Vars are the named captures of the first match ("id", "base", …).
+	Vars map[string]string
+	// Root is the oldest member whose parent is not a member.
+	Root *Member
+	// Members in tree pre-order: the root's tree first (children by pid),
+	// then any other top-level member (an escaped process) by pid.
+	Members []*Member
+	// Supervisor is the live supervisor process, when it is a process
+	// sandtop can name; SupervisorNote says why the sandbox is or is not
+	// an orphan.
+	Supervisor     *proc.Process
+	SupervisorNote string
+	// Supervised is true when a live supervisor is known (an ancestor, or
+	// a listener on its socket). An unsupervised sandbox is cleaned up by
+	// whoever kills it; a supervised one is cleaned up by its supervisor.
+	Supervised bool
+	// Cgroup is the sandbox's dedicated cgroup v2 path, "" when it has none.
+	Cgroup string
+	// Freezer is the sandbox's dedicated v1 freezer cgroup path, "" when none.
+	Freezer string
+	// Frozen is true when the sandbox's cgroup (v2 or v1) is frozen.
+	Frozen  bool
+	Orphan  bool
+	Zombies int
+	// Dead is true when every member is a zombie.
+	Dead   bool
+	Paused bool
+	Badges []Badge
+	// Cleanup is the rule's cleanup paths with captures substituted.
+	Cleanup []string
+}
+
+// Member is one process of a sandbox.
+type Member struct {
+	*proc.Process
+	Via Via
+	// Depth is 0 for top-level members.
+	Depth    int
+	Parent   *Member
+	Children []*Member
+	// Orphan marks a member re-parented away from its tree.
+	Orphan bool
+}
+
+// Sandbox returns the sandbox with exactly this ID, or nil.
+func (v *View) Sandbox(id string) *Sandbox { return v.byID[id] }
+
+// SandboxOf returns the sandbox a process belongs to, or nil.
+func (v *View) SandboxOf(id proc.Identity) *Sandbox { return v.byMember[id] }
+
+// HasBadge reports whether the sandbox carries b.
+func (s *Sandbox) HasBadge(b Badge) bool {
+	for _, x := range s.Badges {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,142 @@
+// Package proc reads the host: processes from /proc, cgroup state from
+// cgroupfs, and unix-socket listeners from /proc/net/unix. It knows Linux and
+// nothing about sandboxes, and it never signals anything.
+package proc
+
+import (
+	"fmt"
+	"time"
+)
+
+// Identity names one process across time. A pid alone is not enough: the
+// kernel recycles pids, so every place that remembers a process (selection,
+// teardown plans, pinned pidfds, sticky attribution, the audit log) keys it
+// by pid plus start time.
+type Identity struct {
+	PID int
+	// Start is field 22 of /proc/PID/stat: clock ticks after boot.
+	Start uint64
+}
+
+func (id Identity) String() string { return fmt.Sprintf("%d@%d", id.PID, id.Start) }
+
+// Process is what one scan learned about one process. Fields that could not
+// be read are left at their zero value and Partial is set.
+type Process struct {
+	PID, PPID, PGID, SID int
+	// State is the one-letter state from /proc/PID/stat (R, S, D, Z, T, t, X, I…).
+	State byte
+	// Comm is the kernel's 15-byte task name; never match on it when argv
+	// will do, because the kernel truncates it.
+	Comm string
+	// Argv is /proc/PID/cmdline split on NUL. Empty for kernel threads and
+	// for a process first seen as a zombie; a zombie seen alive earlier
+	// keeps the argv it had, so it stays attributed to its sandbox. Not
+	// guaranteed to be UTF-8. Shared between snapshots: read-only.
+	Argv []string
+	// Exe and Cwd are the targets of /proc/PID/{exe,cwd}; empty when unreadable.
+	Exe, Cwd string
+	// Start is the start time in clock ticks after boot (stat field 22).
+	Start uint64
+	// UID is the real uid from /proc/PID/status, -1 when unreadable.
+	UID     int
+	Threads int
+	// RSS in bytes.
+	RSS uint64
+	// CPUTicks is utime+stime in clock ticks.
+	CPUTicks uint64
+	// Flags is the kernel's PF_* word (stat field 9).
+	Flags uint
+	// Cgroup is the cgroup v2 path ("0::" line of /proc/PID/cgroup), or ""
+	// when the process is not in a v2 hierarchy.
+	Cgroup string
+	// Freezer is the v1 freezer cgroup path, or "" when there is no v1 freezer.
+	Freezer string
+	// NSpid lists the pid in each nested pid namespace, outermost first; more
+	// than one entry means the process lives in a child pid namespace.
+	NSpid []int
+	// Kernel is true for kernel threads (PF_KTHREAD, or a child of kthreadd).
+	Kernel bool
+	// Partial is true when some field could not be read (usually EACCES as
+	// a non-root user).
+	Partial bool
+}
+
+// ID returns the process's identity.
+func (p *Process) ID() Identity { return Identity{PID: p.PID, Start: p.Start} }
+
+// Zombie reports whether the process has exited and waits to be reaped.
+func (p *Process) Zombie() bool { return p.State == 'Z' || p.State == 'X' }
+
+// Stopped reports whether the process is stopped by a signal or a tracer.
+func (p *Process) Stopped() bool { return p.State == 'T' || p.State == 't' }
+
+// CgroupState is what cgroupfs says about one cgroup directory.
+type CgroupState struct {
+	// Frozen is cgroup.events "frozen 1" (v2) or freezer.state FROZEN or
+	// FREEZING (v1).
+	Frozen bool
+	// Populated is cgroup.events "populated 1" (v2 only; v1 reports true).
+	Populated bool
+	// Exists is false when the directory could not be found.
+	Exists bool
+}
+
+// Snapshot is one consistent-enough view of the host. Processes can be born
+// and die during the scan; a process that vanished mid-read is simply absent.
+type Snapshot struct {
+	Time time.Time
+	// BootTime is the wall-clock time of boot, for turning Start into a time.
+	BootTime time.Time
+	// ClockTicks is USER_HZ (sysconf(_SC_CLK_TCK)).
+	ClockTicks uint64
+	PageSize   uint64
+	Hostname   string
+	// Self is the pid of the scanning process (sandtop), as the scanned
+	// /proc sees it.
+	Self int
+	// Procs is every process, sorted by pid.
+	Procs []*Process
+	// ByPID indexes Procs.
+	ByPID map[int]*Process
+	// Cgroups maps a v2 cgroup path (as in Process.Cgroup) to its state, for
+	// every path some process is in.
+	Cgroups map[string]CgroupState
+	// Freezers maps a v1 freezer path (as in Process.Freezer) to its state.
+	Freezers map[string]CgroupState
+	// Listeners holds the paths of unix sockets in the listening state
+	// (abstract sockets start with "@").
+	Listeners map[string]bool
+	// Mounts says where the cgroup hierarchies are mounted.
+	Mounts Mounts
+	// PartlyUnreadable counts processes with Partial set.
+	PartlyUnreadable int
+}
+
+// StartTime turns a process's Start ticks into wall-clock time.
+func (s *Snapshot) StartTime(p *Process) time.Time {
+	if s.ClockTicks == 0 {
+		return s.BootTime
+	}
+	return s.BootTime.Add(time.Duration(p.Start) * time.Second / time.Duration(s.ClockTicks))
+}
+
+// CPUSeconds is a process's utime+stime in seconds.
+func (s *Snapshot) CPUSeconds(p *Process) float64 {
+	if s.ClockTicks == 0 {
+		return 0
+	}
+	return float64(p.CPUTicks) / float64(s.ClockTicks)
+}
+
+// Mounts locates the cgroup hierarchies, as found in /proc/self/mountinfo.
+type Mounts struct {
+	// Unified is the cgroup2 mount point ("" when there is none).
+	Unified string
+	// Freezer is the v1 freezer mount point ("" when there is none).
+	Freezer string
+	// UnifiedRoot and FreezerRoot are the cgroup paths mounted at Unified and
+	// Freezer (mountinfo field 4): "/" for a whole hierarchy, a subtree for a
+	// bind mount. "" is taken as "/".
+	UnifiedRoot, FreezerRoot string
+}

@@ -1,0 +1,77 @@
+package proc
+
+// scanCache remembers the static fields of every process a scanner has seen,
+// keyed by identity, so a refresh reads only /proc/PID/stat for a known
+// process (plus the readdir of /proc that finds births and deaths).
+//
+// What the cache assumes, and what breaks the assumption:
+//
+//   - execve keeps the pid and the start time but replaces argv, exe and
+//     comm, so the identity alone cannot tell the new program from the old.
+//     stat, read anyway, carries two signs of an exec: comm (set from the
+//     new file name), and startcode (stat field 26), the address of the new
+//     program's text, which ASLR moves on every exec of a PIE binary. Either
+//     changing drops the entry. Comm alone misses the common fork-then-exec
+//     of a same-named program (bash running bash, a runner re-executing
+//     itself), seen by a scan that catches the child between fork and exec.
+//     startcode reads 0 once the process has no memory (a zombie, exiting),
+//     which is no exec; and the kernel shows 1 to a reader without ptrace
+//     access (proc(5)), so unprivileged scans rely on comm alone. An exec
+//     that changes neither (same comm, non-PIE binary or ASLR off) goes
+//     unnoticed until the process exits. prctl(PR_SET_NAME) changes comm
+//     without an exec; that costs one needless re-read.
+//   - A process can be migrated to another cgroup (a write to cgroup.procs)
+//     without any trace in stat. Re-reading /proc/PID/cgroup on every refresh
+//     would double the files read per process, so it is not done: whoever
+//     migrates a process (teardown, tests) calls Scanner.Invalidate for it.
+//     A migration by someone else shows after the process restarts.
+//   - cwd changes freely (chdir) and is shown as of the first read.
+//   - A zombie keeps its cached argv, exe and cwd, although its own /proc
+//     files are empty by then: the model still attributes it to its sandbox
+//     by them, which is what makes a zombie badge possible.
+//   - Partial entries (permission errors) are kept like any other: retrying
+//     them every refresh would cost the most exactly when the scan cannot
+//     succeed.
+type scanCache struct {
+	entries map[Identity]*cacheEntry
+}
+
+type cacheEntry struct {
+	static
+	// gen is the last scan generation that saw this identity.
+	gen uint64
+}
+
+func newScanCache() scanCache {
+	return scanCache{entries: map[Identity]*cacheEntry{}}
+}
+
+// lookup returns the entry for id, or nil when there is none or when comm or
+// startCode show the process has exec'd since the entry was made.
+func (c *scanCache) lookup(id Identity, comm string, startCode uint64) *cacheEntry {
+	e := c.entries[id]
+	if e == nil || e.comm != comm {
+		return nil
+	}
+	if startCode != 0 && e.startCode != 0 && startCode != e.startCode {
+		return nil
+	}
+	return e
+}
+
+func (c *scanCache) store(id Identity, sf static, gen uint64) {
+	c.entries[id] = &cacheEntry{static: sf, gen: gen}
+}
+
+// sweep drops the identities not seen in scan generation gen: they exited.
+func (c *scanCache) sweep(gen uint64) {
+	for id, e := range c.entries {
+		if e.gen != gen {
+			delete(c.entries, id)
+		}
+	}
+}
+
+func (c *scanCache) drop(id Identity) { delete(c.entries, id) }
+
+func (c *scanCache) len() int { return len(c.entries) }

@@ -1,0 +1,95 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// soAcceptCon is __SO_ACCEPTCON (include/uapi/linux/net.h), which
+// /proc/net/unix prints in the Flags column for a socket in the listening
+// state (net/unix/af_unix.c, unix_seq_show).
+const soAcceptCon = 1 << 16
+
+// readListeners reads <procRoot>/net/unix. That file shows the sockets of the
+// reader's network namespace only, so a sandbox in its own network namespace
+// keeps its listeners out of sight. A missing file (no AF_UNIX, or a fixture
+// without it) gives no listeners.
+func readListeners(procRoot string) (map[string]bool, error) {
+	data, err := os.ReadFile(filepath.Join(procRoot, "net", "unix"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read unix sockets: %w", err)
+	}
+	l, err := parseUnixListeners(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s/net/unix: %w", procRoot, err)
+	}
+	return l, nil
+}
+
+// parseUnixListeners returns the paths of listening sockets in the text of
+// /proc/net/unix:
+//
+//	Num       RefCount Protocol Flags    Type St Inode Path
+//	0000000000000000: 00000002 00000000 00010000 0001 01 20393 /run/x.sock
+//
+// procfs has a parser for this file, but it splits the line on blanks and so
+// cuts a path that contains a space; here the path is everything after the
+// inode and its one separating space, as the kernel prints it. Abstract
+// socket names are printed with a leading "@" (and "@" for each NUL).
+func parseUnixListeners(data []byte) (map[string]bool, error) {
+	listeners := map[string]bool{}
+	header, rest, _ := bytes.Cut(data, []byte("\n"))
+	// proc(5) documents the file without Inode; every kernel since 2.6 has it,
+	// but an old layout costs one check.
+	fixed := 6
+	if bytes.Contains(header, []byte("Inode")) {
+		fixed = 7
+	}
+	for line := range bytes.SplitSeq(rest, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		fields, tail := splitFields(line, fixed)
+		if len(fields) < fixed {
+			return nil, fmt.Errorf("short line %q", line)
+		}
+		flags, err := strconv.ParseUint(string(fields[3]), 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("flags in %q: %w", line, err)
+		}
+		if flags&soAcceptCon == 0 || len(tail) < 2 || tail[0] != ' ' {
+			continue
+		}
+		listeners[string(tail[1:])] = true
+	}
+	return listeners, nil
+}
+
+// splitFields returns the first n blank-separated fields of line and the
+// rest of the line after the last of them, untouched.
+func splitFields(line []byte, n int) (fields [][]byte, tail []byte) {
+	fields = make([][]byte, 0, n)
+	i := 0
+	for len(fields) < n {
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		if i == len(line) {
+			return fields, nil
+		}
+		start := i
+		for i < len(line) && line[i] != ' ' {
+			i++
+		}
+		fields = append(fields, line[start:i])
+	}
+	return fields, line[i:]
+}

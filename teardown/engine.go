@@ -1,0 +1,289 @@
+// Package teardown removes every process of a sandbox, or says exactly
+// which survived and why. It is the only package in sandtop that sends a
+// signal or writes a cgroup file, and every signal goes through a pidfd
+// pinned to a (pid, start time) identity.
+package teardown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// Options configure an Engine.
+type Options struct {
+	ProcRoot string
+	SysRoot  string
+	// Rules are the rules the plan's view was built with; verify re-groups
+	// a fresh scan with them.
+	Rules model.Rules
+}
+
+// Engine runs teardown plans. One engine serves any number of teardowns,
+// one at a time or concurrently (each Run has its own state).
+type Engine struct {
+	procRoot string
+	sysRoot  string
+	rules    model.Rules
+	// protected are sandtop and its ancestors, read when the engine was
+	// made; Refuse re-derives them from each snapshot as well.
+	protected map[int]bool
+	now       func() time.Time
+}
+
+// New makes an engine. It records sandtop's own ancestry, which no plan may
+// touch.
+func New(o Options) (*Engine, error) {
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	prot, err := SelfAndAncestors(o.ProcRoot)
+	if err != nil {
+		return nil, fmt.Errorf("teardown: %w", err)
+	}
+	return &Engine{procRoot: o.ProcRoot, sysRoot: o.SysRoot, rules: o.Rules, protected: prot, now: time.Now}, nil
+}
+
+// Protected returns the pids this engine will never signal besides PID 1
+// and kernel threads; plans should be made with it.
+func (e *Engine) Protected() map[int]bool { return e.protected }
+
+// run is the state of one teardown.
+type run struct {
+	e     *Engine
+	p     *Plan
+	emit  func(Event)
+	start time.Time
+	// pins holds every live pinned process of the target, by identity;
+	// order is the signalling order (leaf first; late-born appended).
+	pins  map[proc.Identity]*Pinned
+	order []proc.Identity
+	byPID map[int]proc.Identity
+	// gone counts identities that had exited before we could signal them.
+	gone map[proc.Identity]bool
+	// dead counts pinned processes seen to exit.
+	dead   map[proc.Identity]bool
+	failed int
+	// thawV1 is set once the v1 freezer was frozen by us: whatever else
+	// happens, it must be thawed again, or its tasks hang forever.
+	thawV1 bool
+	// reasons remembers why a process could not be signalled, for the
+	// survivor report.
+	reasons map[proc.Identity]string
+	// sc is the verify scanner, made on first use and kept so each verify
+	// round re-reads only what changed.
+	sc       *proc.Scanner
+	lastSnap *proc.Snapshot
+}
+
+// Run executes the plan, calling emit for each step as it happens (emit is
+// called from Run's goroutine only), and returns the totals that the done
+// event also carries. Cancelling ctx stops the teardown early; a cgroup the
+// engine froze is thawed even then.
+func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
+	r := &run{
+		e: e, p: p, emit: emit, start: e.now(),
+		pins:    map[proc.Identity]*Pinned{},
+		byPID:   map[int]proc.Identity{},
+		gone:    map[proc.Identity]bool{},
+		dead:    map[proc.Identity]bool{},
+		reasons: map[proc.Identity]string{},
+	}
+	defer r.close()
+	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%d processes; %s; %s", len(p.Members), r.cgroupWord(), p.Strategy())})
+
+	r.pinMembers()
+	if p.Grace > 0 {
+		r.graceful(ctx)
+	}
+	r.forced(ctx)
+	r.thawFreezer()
+	survivors := r.verify(ctx)
+	r.cleanup(ctx, len(survivors) == 0)
+	t := Totals{
+		Killed:      len(r.dead),
+		AlreadyGone: len(r.gone),
+		Survivors:   survivors,
+		Failed:      r.failed,
+		Elapsed:     e.now().Sub(r.start),
+	}
+	status, detail := OK, fmt.Sprintf("%d killed, %d already gone, %d survivors in %s", t.Killed, t.AlreadyGone, len(t.Survivors), t.Elapsed.Round(time.Millisecond))
+	if !t.OK() {
+		status = Fail
+		if ctx.Err() != nil {
+			detail += " (cancelled)"
+		}
+	}
+	r.event(Event{Step: StepDone, Status: status, Detail: detail, Totals: &t})
+	return t
+}
+
+func (r *run) cgroupWord() string {
+	switch {
+	case r.p.CgroupDir != "":
+		return "dedicated cgroup " + r.p.Cgroup
+	case r.p.FreezerDir != "":
+		return "dedicated v1 freezer " + r.p.Freezer
+	}
+	return "no dedicated cgroup"
+}
+
+func (r *run) event(ev Event) {
+	ev.Time = r.e.now()
+	ev.Sandbox = r.p.Target
+	if ev.Status == Fail {
+		r.failed++
+	}
+	r.emit(ev)
+}
+
+// fail emits a failed step for err, with its errno name and meaning.
+func (r *run) fail(step string, pid int, comm, sig string, err error) {
+	errno, human := Describe(err)
+	r.event(Event{Step: step, PID: pid, Comm: comm, Signal: sig, Status: Fail, Error: errno, Detail: human})
+}
+
+func (r *run) close() {
+	for _, p := range r.pins {
+		p.Close()
+	}
+	if r.sc != nil {
+		r.sc.Close()
+	}
+}
+
+// pinMembers pins every member of the plan. A member that exited is
+// counted as already gone; one whose pid now names another process is never
+// signalled.
+func (r *run) pinMembers() {
+	pinned, fallback := 0, false
+	for _, m := range r.p.Members {
+		pin, err := Pin(r.e.procRoot, m.Identity)
+		if err != nil {
+			r.pinFailed(m.Identity, m.Comm, err)
+			continue
+		}
+		fallback = fallback || pin.Fallback
+		r.add(pin)
+		pinned++
+	}
+	detail := fmt.Sprintf("%d of %d processes pinned by pidfd", pinned, len(r.p.Members))
+	if fallback {
+		detail = fmt.Sprintf("%d of %d processes pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, len(r.p.Members))
+	}
+	r.event(Event{Step: StepPin, Status: OK, Detail: detail})
+}
+
+func (r *run) pinFailed(id proc.Identity, comm string, err error) {
+	switch {
+	case errors.Is(err, ErrZombie):
+		r.gone[id] = true
+		r.event(Event{Step: StepPin, PID: id.PID, Comm: comm, Status: Skip, Detail: "zombie: already exited, waits to be reaped"})
+	case errors.Is(err, ErrGone):
+		r.gone[id] = true
+		r.event(Event{Step: StepPin, PID: id.PID, Comm: comm, Status: Skip, Error: "ESRCH", Detail: "already exited"})
+	case errors.Is(err, ErrReused):
+		// Not ours any more: counted neither as killed nor as a survivor.
+		r.gone[id] = true
+		r.event(Event{Step: StepPin, PID: id.PID, Comm: comm, Status: Skip, Detail: "pid reused by another process: not signalled"})
+	default:
+		r.reasons[id] = "could not be pinned: " + err.Error()
+		r.fail(StepPin, id.PID, comm, "", err)
+	}
+}
+
+func (r *run) add(p *Pinned) {
+	if _, ok := r.pins[p.ID]; ok {
+		p.Close()
+		return
+	}
+	r.pins[p.ID] = p
+	r.byPID[p.ID.PID] = p.ID
+	r.order = append(r.order, p.ID)
+}
+
+// live returns the pinned processes not yet seen to exit, in signalling order.
+func (r *run) live() []*Pinned {
+	var out []*Pinned
+	for _, id := range r.order {
+		if p := r.pins[id]; p != nil && !r.dead[id] {
+			if exited, err := p.Exited(); err == nil && exited {
+				r.dead[id] = true
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// signal sends sig through a pin and reports the step. It returns false
+// when the process turned out to be gone already.
+func (r *run) signal(step string, p *Pinned, sig unix.Signal, quiet bool) {
+	err := p.Signal(sig)
+	switch {
+	case err == nil:
+		if !quiet {
+			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: unix.SignalName(sig), Status: OK})
+		}
+	case errors.Is(err, ErrGone):
+		r.dead[p.ID] = true
+		if !quiet {
+			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: unix.SignalName(sig), Status: Skip, Error: "ESRCH", Detail: "already exited"})
+		}
+	default:
+		_, human := Describe(err)
+		r.reasons[p.ID] = unix.SignalName(sig) + " failed: " + human
+		r.fail(step, p.ID.PID, p.Comm, unix.SignalName(sig), err)
+	}
+}
+
+// graceful thaws a frozen target, sends SIGTERM leaf first (each followed
+// by SIGCONT, because a stopped process keeps SIGTERM pending until it is
+// continued), and waits up to the grace for everything to exit.
+func (r *run) graceful(ctx context.Context) {
+	if r.p.FrozenV2 {
+		r.step(StepThaw, "thawed "+r.p.Cgroup+" (a frozen task cannot act on SIGTERM)", Thaw(r.p.CgroupDir))
+	}
+	if r.p.FrozenV1 {
+		r.step(StepThaw, "thawed v1 freezer "+r.p.Freezer+" (a frozen task cannot act on SIGTERM)", ThawV1(r.p.FreezerDir))
+	}
+	if r.p.Frozen && !r.p.FrozenV1 && !r.p.FrozenV2 {
+		r.event(Event{Step: StepThaw, Status: Skip, Detail: "the frozen cgroup is shared with other processes: not thawed; SIGKILL follows"})
+	}
+	for _, p := range r.live() {
+		r.signal(StepTerm, p, unix.SIGTERM, false)
+		r.signal(StepTerm, p, unix.SIGCONT, true)
+	}
+	waitStart := r.e.now()
+	wctx, cancel := context.WithTimeout(ctx, r.p.Grace)
+	defer cancel()
+	live := r.live()
+	exited, _ := WaitExit(wctx, live)
+	for _, p := range exited {
+		r.dead[p.ID] = true
+	}
+	left := len(live) - len(exited)
+	took := r.e.now().Sub(waitStart).Round(time.Millisecond)
+	if left == 0 {
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("all %d exited after SIGTERM in %s", len(live), took)})
+		return
+	}
+	r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%d of %d still running after %s: escalating to SIGKILL", left, len(live), took)})
+}
+
+// step reports a single-shot step from its error.
+func (r *run) step(step, okDetail string, err error) bool {
+	if err != nil {
+		r.fail(step, 0, "", "", err)
+		return false
+	}
+	r.event(Event{Step: step, Status: OK, Detail: okDetail})
+	return true
+}

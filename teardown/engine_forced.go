@@ -1,0 +1,251 @@
+package teardown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// killWait bounds how long the forced phase waits for SIGKILLed processes
+// to exit before verify takes over (verify keeps checking until the
+// plan's deadline).
+const killWait = 2 * time.Second
+
+// maxStopPasses bounds the SIGSTOP walk; every pass must find a new
+// process to continue, so only a tree forking faster than we can stop it
+// gets near this.
+const maxStopPasses = 64
+
+// forced kills whatever the graceful phase left. With a dedicated v2 cgroup
+// cgroup.kill does it atomically, catching processes forked meanwhile; with
+// a dedicated v1 freezer the tree is frozen so it cannot fork, then killed,
+// then thawed (v1-frozen tasks die only on thaw); with neither, the tree is
+// SIGSTOPped top-down until no new process appears, then SIGKILLed.
+func (r *run) forced(ctx context.Context) {
+	switch {
+	case r.p.CgroupDir != "":
+		if r.cgroupKill(ctx) {
+			return
+		}
+	case r.p.FreezerDir != "":
+		if r.freezerKill(ctx) {
+			return
+		}
+	}
+	r.stopAndKill(ctx)
+}
+
+// cgroupKill returns false when the caller must fall back to signalling
+// each process.
+func (r *run) cgroupKill(ctx context.Context) bool {
+	if err := RefuseCgroup(r.p.CgroupDir, r.e.protected); err != nil {
+		r.fail(StepCgroupKill, 0, "", "", err)
+		return false
+	}
+	detail := "killed every process in " + r.p.Cgroup
+	// pids.max=0 first, as systemd does before its final pass, so that
+	// nothing can fork between the kill and the check.
+	if restore, err := SetPidsMax0(r.p.CgroupDir); err == nil {
+		defer restore()
+		detail += " (pids.max=0 first)"
+	}
+	if err := Kill(r.p.CgroupDir); err != nil {
+		if errors.Is(err, ErrCgroupGone) {
+			r.event(Event{Step: StepCgroupKill, Status: Skip, Detail: "cgroup already removed"})
+		} else {
+			errno, human := Describe(err)
+			r.event(Event{Step: StepCgroupKill, Status: Skip, Error: errno, Detail: human + ": falling back to per-process SIGKILL"})
+			return false
+		}
+	} else {
+		r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: detail})
+	}
+	if r.p.FreezerDir != "" {
+		// cgroup.kill wakes v2-frozen tasks, but a task frozen by the v1
+		// freezer dies only once that freezer is thawed.
+		r.thawV1 = true
+		r.thawFreezer()
+	}
+	wctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	if err := WaitCgroupEmpty(wctx, r.p.CgroupDir); err != nil && ctx.Err() == nil {
+		// Not fatal here: verify names whatever is left.
+		r.event(Event{Step: StepWait, Status: Skip, Detail: "cgroup not yet empty: " + err.Error()})
+	}
+	// A task leaves its cgroup a moment before its pidfd turns readable:
+	// wait for the members that were inside. Members outside the cgroup (a
+	// container's shim lives in containerd's) are not reached by
+	// cgroup.kill; the caller signals them one by one.
+	var inside []*Pinned
+	for _, m := range r.p.Members {
+		if pin := r.pins[m.Identity]; pin != nil && !r.dead[m.Identity] && r.p.inCgroup(m) {
+			inside = append(inside, pin)
+		}
+	}
+	exited, _ := WaitExit(wctx, inside)
+	for _, p := range exited {
+		r.dead[p.ID] = true
+	}
+	return len(r.live()) == 0
+}
+
+// freezerKill returns false when the caller must fall back.
+func (r *run) freezerKill(ctx context.Context) bool {
+	if err := RefuseCgroup(r.p.FreezerDir, r.e.protected); err != nil {
+		r.fail(StepFreeze, 0, "", "", err)
+		return false
+	}
+	fctx, cancel := context.WithTimeout(ctx, killWait)
+	err := FreezeV1(fctx, r.p.FreezerDir)
+	cancel()
+	// Even a failed freeze may have left the cgroup FREEZING: thaw it in
+	// any case once done.
+	r.thawV1 = true
+	if err != nil {
+		r.fail(StepFreeze, 0, "", "", err)
+		return false
+	}
+	r.event(Event{Step: StepFreeze, Status: OK, Detail: "froze v1 freezer " + r.p.Freezer + " so nothing in it can fork"})
+	if pids, err := ReadProcs(r.p.FreezerDir); err == nil {
+		r.pinPIDs(pids, 0)
+	}
+	for _, p := range r.live() {
+		r.signal(StepKill, p, unix.SIGKILL, false)
+	}
+	r.thawFreezer()
+	wctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	r.waitDead(wctx)
+	return true
+}
+
+func (r *run) thawFreezer() {
+	if !r.thawV1 {
+		return
+	}
+	r.thawV1 = false
+	r.step(StepThaw, "thawed v1 freezer "+r.p.Freezer+" (its frozen tasks die from SIGKILL only on thaw)", ThawV1(r.p.FreezerDir))
+}
+
+// stopAndKill stops the tree from forking with SIGSTOP, top-down, pinning
+// every child it finds, until a pass finds no new process and every live
+// one is stopped; then it SIGKILLs every pinned process.
+func (r *run) stopAndKill(ctx context.Context) {
+	live := r.live()
+	if len(live) == 0 {
+		r.event(Event{Step: StepKill, Status: Skip, Detail: "nothing left to kill"})
+		return
+	}
+	passes, found := 0, 0
+	for ; passes < maxStopPasses && ctx.Err() == nil; passes++ {
+		live = r.live()
+		running, added := 0, 0
+		// Top-down: parents first, so a parent is stopped before we
+		// read its children and cannot add more behind our back.
+		for _, p := range slices.Backward(live) {
+			r.signal(StepStop, p, unix.SIGSTOP, true)
+		}
+		for _, p := range live {
+			_, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID)
+			if err == nil && st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+				running++
+			}
+			kids, err := proc.Children(r.e.procRoot, p.ID.PID)
+			if err != nil {
+				if errors.Is(err, proc.ErrChildrenUnsupported) {
+					kids = r.childrenByScan(p.ID.PID)
+				} else {
+					continue
+				}
+			}
+			added += r.pinPIDs(kids, p.ID.PID)
+		}
+		found += added
+		if added == 0 && running == 0 {
+			break
+		}
+	}
+	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: fmt.Sprintf("%d processes stopped in %d passes; %d born late and pinned", len(r.live()), passes+1, found)})
+	for _, p := range r.live() {
+		r.signal(StepKill, p, unix.SIGKILL, false)
+	}
+	wctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	r.waitDead(wctx)
+}
+
+// pinPIDs pins processes found late (in a cgroup or a children list). With
+// parent > 0, a process is pinned only if it is still that parent's child
+// once pinned, so a pid recycled between the listing and the pin is never
+// mistaken for ours. It returns how many new processes were pinned.
+func (r *run) pinPIDs(pids []int, parent int) int {
+	n := 0
+	for _, pid := range pids {
+		if r.known(pid) {
+			continue
+		}
+		id, _, err := proc.ReadIdentity(r.e.procRoot, pid)
+		if err != nil {
+			continue
+		}
+		pin, err := Pin(r.e.procRoot, id)
+		if err != nil {
+			continue
+		}
+		p, err := proc.ReadProcess(r.e.procRoot, pid)
+		if err != nil || p.Start != id.Start || (parent > 0 && p.PPID != parent) || r.refused(p) != nil {
+			pin.Close()
+			continue
+		}
+		r.add(pin)
+		n++
+	}
+	return n
+}
+
+// refused applies the same guard as the plan to a process found late.
+func (r *run) refused(p *proc.Process) error {
+	if err := Refuse(nil, p, -1); err != nil {
+		return err
+	}
+	if r.e.protected[p.PID] {
+		return &RefusedError{PID: p.PID, Reason: ReasonAncestor}
+	}
+	return nil
+}
+
+func (r *run) known(pid int) bool {
+	id, ok := r.byPID[pid]
+	return ok && !r.dead[id]
+}
+
+// childrenByScan lists a process's children from a full scan, for kernels
+// built without CONFIG_PROC_CHILDREN.
+func (r *run) childrenByScan(pid int) []int {
+	snap, err := r.scan()
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, p := range snap.Procs {
+		if p.PPID == pid {
+			kids = append(kids, p.PID)
+		}
+	}
+	return kids
+}
+
+// waitDead waits for the live pinned processes to exit and records those
+// that did.
+func (r *run) waitDead(ctx context.Context) {
+	exited, _ := WaitExit(ctx, r.live())
+	for _, p := range exited {
+		r.dead[p.ID] = true
+	}
+}

@@ -1,0 +1,268 @@
+package teardown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// verifyPause paces verify rounds when nothing pinned is left to wait on
+// (the survivors could not be pinned), so a stuck round does not spin.
+const verifyPause = 50 * time.Millisecond
+
+// cleanupWait bounds removing a cgroup directory that stays busy for a
+// moment after its last task died.
+const cleanupWait = 2 * time.Second
+
+func (r *run) scan() (*proc.Snapshot, error) {
+	if r.sc == nil {
+		sc, err := proc.NewScanner(proc.Options{ProcRoot: r.e.procRoot, SysRoot: r.e.sysRoot})
+		if err != nil {
+			return nil, err
+		}
+		r.sc = sc
+	}
+	snap, err := r.sc.Scan()
+	if err == nil {
+		r.lastSnap = snap
+	}
+	return snap, err
+}
+
+// verify checks with a fresh scan, not the plan's list, that nothing of the
+// target is left, and kills newcomers until none remain or the deadline
+// passes. It returns the survivors.
+func (r *run) verify(ctx context.Context) []Survivor {
+	vctx, cancel := context.WithTimeout(ctx, r.p.Deadline)
+	defer cancel()
+	for round := 1; ; round++ {
+		snap, err := r.scan()
+		if err != nil {
+			r.fail(StepVerify, 0, "", "", fmt.Errorf("rescan: %w", err))
+			return r.survivors(nil, r.live())
+		}
+		left, zombies := r.remaining(snap)
+		if len(left) == 0 {
+			detail := fmt.Sprintf("fresh scan: nothing of %s remains", r.p.Target)
+			if r.p.CgroupDir != "" {
+				detail += "; " + r.p.Cgroup + " is empty"
+			}
+			if len(zombies) > 0 {
+				detail += "; " + strings.Join(zombies, "; ")
+			}
+			r.event(Event{Step: StepVerify, Status: OK, Detail: detail})
+			return nil
+		}
+		if vctx.Err() != nil {
+			sv := r.survivors(snap, nil)
+			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%d processes of %s survive after %s: %s", len(sv), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
+			return sv
+		}
+		fresh := 0
+		for _, p := range left {
+			if !r.known(p.PID) {
+				fresh++
+			}
+			r.pinPIDs([]int{p.PID}, 0)
+		}
+		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %d processes still in %s (%d new): killing them", round, len(left), r.p.Target, fresh)})
+		if r.p.CgroupDir != "" {
+			if err := Kill(r.p.CgroupDir); err == nil {
+				r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: "killed every process in " + r.p.Cgroup + " again"})
+			}
+		}
+		r.stopAndKill(vctx)
+		if len(r.live()) == 0 {
+			select {
+			case <-vctx.Done():
+			case <-time.After(verifyPause):
+			}
+		}
+	}
+}
+
+// remaining lists the live processes of the target in snap, and notes on
+// zombies whose reaper is outside the target.
+func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []string) {
+	in := map[int]*proc.Process{}
+	alive := func(id proc.Identity) *proc.Process {
+		if p := snap.ByPID[id.PID]; p != nil && p.Start == id.Start {
+			return p
+		}
+		return nil
+	}
+	if r.p.Sandbox != nil {
+		// Built on the plan's view, so members keep their attribution
+		// while their identity lives, wherever they have wandered.
+		if sb := model.Build(snap, r.e.rules, r.p.View).Sandbox(r.p.Target); sb != nil {
+			for _, m := range sb.Members {
+				in[m.PID] = m.Process
+			}
+		}
+	} else {
+		for _, m := range r.p.Members {
+			if p := alive(m.Identity); p != nil {
+				in[p.PID] = p
+			}
+		}
+		// Descendants of the subtree born since the plan.
+		children := map[int][]*proc.Process{}
+		for _, p := range snap.Procs {
+			children[p.PPID] = append(children[p.PPID], p)
+		}
+		queue := make([]*proc.Process, 0, len(in))
+		for _, p := range in {
+			queue = append(queue, p)
+		}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			for _, c := range children[p.PID] {
+				if in[c.PID] == nil {
+					in[c.PID] = c
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	for id := range r.pins {
+		if p := alive(id); p != nil {
+			in[p.PID] = p
+		}
+	}
+	for _, dir := range []string{r.p.CgroupDir, r.p.FreezerDir} {
+		if dir == "" {
+			continue
+		}
+		pids, _ := ReadProcs(dir)
+		for _, pid := range pids {
+			if p := snap.ByPID[pid]; p != nil {
+				in[pid] = p
+			}
+		}
+	}
+	for _, p := range snap.Procs { // snap order keeps the report stable
+		q := in[p.PID]
+		if q == nil {
+			continue
+		}
+		if !q.Zombie() {
+			left = append(left, q)
+			continue
+		}
+		if parent := snap.ByPID[q.PPID]; parent != nil && in[parent.PID] == nil {
+			zombies = append(zombies, fmt.Sprintf("zombie %d (%s) must be reaped by its parent %d (%s)", q.PID, q.Comm, parent.PID, parent.Comm))
+		}
+	}
+	return left, zombies
+}
+
+// survivors explains each process still alive: from snap when there is
+// one, else from the pins.
+func (r *run) survivors(snap *proc.Snapshot, pins []*Pinned) []Survivor {
+	var out []Survivor
+	if snap != nil {
+		left, _ := r.remaining(snap)
+		for _, p := range left {
+			out = append(out, Survivor{PID: p.PID, Comm: p.Comm, Reason: r.reason(p)})
+		}
+		return out
+	}
+	for _, p := range pins {
+		out = append(out, Survivor{PID: p.ID.PID, Comm: p.Comm, Reason: "not verified: " + r.reasons[p.ID]})
+	}
+	return out
+}
+
+func (r *run) reason(p *proc.Process) string {
+	if why, ok := r.reasons[p.ID()]; ok {
+		return why
+	}
+	if err := r.refused(p); err != nil {
+		_, human := Describe(err)
+		return human
+	}
+	if !r.known(p.PID) {
+		return "could not be pinned (exited or changed while we looked)"
+	}
+	if p.Freezer != "" && r.lastSnap != nil && r.lastSnap.Freezers[p.Freezer].Frozen {
+		return "frozen by the v1 freezer " + p.Freezer + ": it dies from SIGKILL only once thawed"
+	}
+	switch p.State {
+	case 'D':
+		return "in uninterruptible sleep (D): dies when its I/O completes"
+	case 'T', 't':
+		return "stopped and still alive after SIGKILL"
+	}
+	return "still alive after SIGKILL"
+}
+
+func describeSurvivors(sv []Survivor) string {
+	parts := make([]string, 0, len(sv))
+	for _, s := range sv {
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", s.PID, s.Comm, s.Reason))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cleanup removes what an unsupervised sandbox leaves behind: the rule's
+// cleanup paths and the now-empty dedicated cgroup directories. A live
+// supervisor cleans up after itself (it noticed the crash), and nothing is
+// removed while processes of the target survive.
+func (r *run) cleanup(ctx context.Context, clean bool) {
+	switch {
+	case r.p.Sandbox == nil:
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "a process subtree has nothing to clean up"})
+		return
+	case r.p.Supervised:
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: r.p.SupervisorNote + ": the supervisor cleans up after itself"})
+		return
+	case !clean:
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "processes survive: nothing removed"})
+		return
+	case len(r.p.Cleanup) == 0 && r.p.CgroupDir == "" && r.p.FreezerDir == "":
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "nothing to remove"})
+		return
+	}
+	for _, path := range r.p.Cleanup {
+		r.removePath(path)
+	}
+	for _, dir := range []struct{ path, dir string }{{r.p.Cgroup, r.p.CgroupDir}, {r.p.Freezer, r.p.FreezerDir}} {
+		if dir.dir == "" {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, cleanupWait)
+		err := RemoveTree(cctx, dir.dir)
+		cancel()
+		if err != nil && !errors.Is(err, ErrCgroupGone) {
+			errno, human := Describe(err)
+			r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: "cgroup " + dir.path + ": " + human + ": " + err.Error()})
+			continue
+		}
+		r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed cgroup " + dir.path})
+	}
+}
+
+func (r *run) removePath(path string) {
+	if !model.SafeCleanupPath(path, r.p.Target) {
+		r.event(Event{Step: StepCleanup, Status: Fail, Detail: "refused to remove " + path + ": a cleanup path must be absolute, clean, and name the sandbox ID"})
+		return
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		r.event(Event{Step: StepCleanup, Status: OK, Detail: path + " already gone"})
+		return
+	}
+	if err := os.RemoveAll(path); err != nil {
+		errno, human := Describe(err)
+		r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: path + ": " + human})
+		return
+	}
+	r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed " + path})
+}

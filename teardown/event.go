@@ -1,0 +1,103 @@
+package teardown
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Step names, in the order a teardown runs them.
+const (
+	StepPlan       = "plan"
+	StepPin        = "pin"
+	StepThaw       = "thaw"
+	StepTerm       = "term"
+	StepWait       = "wait"
+	StepFreeze     = "freeze"
+	StepStop       = "stop"
+	StepKill       = "kill"
+	StepCgroupKill = "cgroup-kill"
+	StepVerify     = "verify"
+	StepCleanup    = "cleanup"
+	StepDone       = "done"
+)
+
+// Status is a step's outcome.
+type Status string
+
+// Step outcomes.
+const (
+	OK   Status = "ok"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Event is one step's result, emitted as it happens.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Sandbox string    `json:"sandbox"`
+	Step    string    `json:"step"`
+	PID     int       `json:"pid,omitempty"`
+	Comm    string    `json:"comm,omitempty"`
+	Signal  string    `json:"signal,omitempty"`
+	Status  Status    `json:"status"`
+	// Error is the errno name (EPERM, ESRCH, …) when the step failed on one.
+	Error  string `json:"error,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Totals is set on the done event only.
+	Totals *Totals `json:"totals,omitempty"`
+}
+
+// Totals sums up a teardown.
+type Totals struct {
+	// Killed counts target processes that died during the teardown.
+	Killed int `json:"killed"`
+	// AlreadyGone counts target processes that had exited (or were zombies)
+	// before they could be signalled.
+	AlreadyGone int        `json:"already_gone"`
+	Survivors   []Survivor `json:"survivors"`
+	// Failed counts steps that failed.
+	Failed  int           `json:"failed_steps"`
+	Elapsed time.Duration `json:"-"`
+}
+
+// MarshalJSON renders Elapsed in milliseconds, which is what people read.
+func (t Totals) MarshalJSON() ([]byte, error) {
+	type plain Totals
+	return json.Marshal(struct {
+		plain
+		ElapsedMS float64 `json:"elapsed_ms"`
+	}{plain(t), float64(t.Elapsed.Microseconds()) / 1000})
+}
+
+// Survivor is a process of the target that is still alive at the end, and why.
+type Survivor struct {
+	PID    int    `json:"pid"`
+	Comm   string `json:"comm"`
+	Reason string `json:"reason"`
+}
+
+// OK reports whether nothing of the target survived and no step failed.
+func (t *Totals) OK() bool { return len(t.Survivors) == 0 && t.Failed == 0 }
+
+// Text is the event as one line without its status: step, pid, comm and
+// detail, with the errno first when there is one ("kill 99: EPERM (needs root)").
+func (ev Event) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-11s", ev.Step)
+	if ev.PID != 0 {
+		b.WriteString(" " + strconv.Itoa(ev.PID))
+	}
+	if ev.Comm != "" {
+		b.WriteString(" " + ev.Comm)
+	}
+	switch {
+	case ev.Error != "":
+		fmt.Fprintf(&b, ": %s (%s)", ev.Error, ev.Detail)
+	case ev.Detail != "":
+		b.WriteString(": " + ev.Detail)
+	}
+	return b.String()
+}

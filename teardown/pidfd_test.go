@@ -1,0 +1,398 @@
+package teardown
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// startSleep starts a /bin/sleep child that the test owns; cleanup kills
+// and reaps it whatever happened in between.
+func startSleep(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("/bin/sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sleep: %v", err)
+	}
+	t.Cleanup(func() { reap(cmd) })
+	return cmd
+}
+
+// reap kills (through Go's own pidfd, so never a recycled pid) and waits
+// for a child. Safe to call more than once.
+func reap(cmd *exec.Cmd) *os.ProcessState {
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return cmd.ProcessState
+}
+
+// identity reads a live process's identity from /proc.
+func identity(t *testing.T, pid int) proc.Identity {
+	t.Helper()
+	st, err := readStat("/proc", pid)
+	if err != nil {
+		t.Fatalf("identity of %d: %v", pid, err)
+	}
+	return proc.Identity{PID: pid, Start: st.start}
+}
+
+func pin(t *testing.T, id proc.Identity) *Pinned {
+	t.Helper()
+	p, err := Pin("/proc", id)
+	if err != nil {
+		t.Fatalf("Pin(%v): %v", id, err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+// withoutPidfd makes Pin behave as on a kernel without pidfd_open.
+func withoutPidfd(t *testing.T) {
+	t.Helper()
+	saved := pidfdOpen
+	pidfdOpen = func(int, int) (int, error) { return -1, unix.ENOSYS }
+	t.Cleanup(func() { pidfdOpen = saved })
+}
+
+// waitZombie waits until pid shows state Z in /proc, which is how an
+// exited but unreaped child looks.
+func waitZombie(t *testing.T, pid int) stat {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := readStat("/proc", pid)
+		if err != nil {
+			t.Fatalf("stat %d: %v", pid, err)
+		}
+		if st.state == 'Z' {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d never became a zombie (state %c)", pid, st.state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func signalOf(t *testing.T, ps *os.ProcessState) syscall.Signal {
+	t.Helper()
+	ws := ps.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() {
+		t.Fatalf("child was not killed by a signal: %v", ps)
+	}
+	return ws.Signal()
+}
+
+func TestPinSignalLifecycle(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pidfd", true: "fallback"}[fallback], func(t *testing.T) {
+			if fallback {
+				withoutPidfd(t)
+			}
+			cmd := startSleep(t)
+			id := identity(t, cmd.Process.Pid)
+			p := pin(t, id)
+			if p.Fallback != fallback {
+				t.Fatalf("Fallback = %v, want %v", p.Fallback, fallback)
+			}
+			if p.Comm != "sleep" {
+				t.Errorf("Comm = %q, want sleep", p.Comm)
+			}
+			if exited, err := p.Exited(); err != nil || exited {
+				t.Fatalf("Exited() of a live child = %v, %v", exited, err)
+			}
+			if err := p.Signal(unix.SIGTERM); err != nil {
+				t.Fatalf("Signal(SIGTERM): %v", err)
+			}
+
+			// Exited but not reaped: a zombie. It counts as exited, a new
+			// Pin says so, and a signal to it is accepted and ignored.
+			waitZombie(t, id.PID)
+			if exited, err := p.Exited(); err != nil || !exited {
+				t.Errorf("Exited() of a zombie = %v, %v; want true", exited, err)
+			}
+			if _, err := Pin("/proc", id); !errors.Is(err, ErrZombie) || !errors.Is(err, ErrGone) {
+				t.Errorf("Pin(zombie) error = %v, want ErrZombie (and ErrGone)", err)
+			}
+
+			if sig := signalOf(t, reap(cmd)); sig != unix.SIGTERM {
+				t.Fatalf("child died of %v, want SIGTERM", sig)
+			}
+			// Reaped: gone for good.
+			if err := p.Signal(unix.SIGKILL); !errors.Is(err, ErrGone) {
+				t.Errorf("Signal after reap = %v, want ErrGone", err)
+			}
+			if exited, err := p.Exited(); err != nil || !exited {
+				t.Errorf("Exited() after reap = %v, %v; want true", exited, err)
+			}
+			if _, err := Pin("/proc", id); !errors.Is(err, ErrGone) || errors.Is(err, ErrZombie) {
+				t.Errorf("Pin(reaped) error = %v, want ErrGone", err)
+			}
+		})
+	}
+}
+
+func TestPinRejects(t *testing.T) {
+	cmd := startSleep(t)
+	live := identity(t, cmd.Process.Pid)
+	tests := []struct {
+		name string
+		id   proc.Identity
+		want error
+	}{
+		{"pid 1", proc.Identity{PID: 1}, ErrRefused},
+		{"pid 0", proc.Identity{PID: 0}, ErrRefused},
+		// kill(2) reads -1 as "every process": must never get near it.
+		{"pid -1", proc.Identity{PID: -1}, ErrRefused},
+		{"wrong start time", proc.Identity{PID: live.PID, Start: live.Start + 1}, ErrReused},
+		// Above the largest possible pid_max (2^22), so never a process.
+		{"never existed", proc.Identity{PID: 1<<22 + 1}, ErrGone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Pin("/proc", tt.id)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Pin(%v) = %v, %v; want %v", tt.id, p, err, tt.want)
+			}
+			if p != nil {
+				t.Fatalf("Pin returned a handle along with error %v", err)
+			}
+		})
+	}
+	if exited, err := pin(t, live).Exited(); err != nil || exited {
+		t.Fatalf("the live child was harmed: Exited() = %v, %v", exited, err)
+	}
+}
+
+// TestPinZombieNeverReaped: a child that exited and is never reaped while
+// we look is reported as a zombie and no handle is made for it.
+func TestPinZombieNeverReaped(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pidfd", true: "fallback"}[fallback], func(t *testing.T) {
+			if fallback {
+				withoutPidfd(t)
+			}
+			cmd := exec.Command("/bin/true")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { reap(cmd) })
+			id := proc.Identity{PID: cmd.Process.Pid, Start: waitZombie(t, cmd.Process.Pid).start}
+			p, err := Pin("/proc", id)
+			if !errors.Is(err, ErrZombie) || p != nil {
+				t.Fatalf("Pin(zombie) = %v, %v; want nil, ErrZombie", p, err)
+			}
+			if st := reap(cmd); !st.Exited() || st.ExitCode() != 0 {
+				t.Fatalf("zombie was disturbed: %v", st)
+			}
+		})
+	}
+}
+
+// forkAtPID starts a sleep child with pid n by setting ns_last_pid to n-1
+// right before the fork. Other forks (and new runtime threads, which take
+// pids too) can race for n, so it reports false when the child got another
+// pid; that child is reaped at once.
+func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(n-1)), 0); err != nil {
+		t.Skipf("cannot steer pid allocation: %v", err)
+	}
+	cmd := exec.Command("/bin/sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sleep: %v", err)
+	}
+	if cmd.Process.Pid != n {
+		reap(cmd)
+		return nil, false
+	}
+	t.Cleanup(func() { reap(cmd) })
+	return cmd, true
+}
+
+// reusedPID returns the identity of a child A that has exited and been
+// reaped, and a live child B that now holds A's pid. The 20 ms pause makes
+// B start in a later clock tick than A: (pid, start) cannot tell apart
+// two processes that share both.
+func reusedPID(t *testing.T, beforeExit func(a proc.Identity)) (proc.Identity, *exec.Cmd) {
+	t.Helper()
+	requireRoot(t)
+	for attempt := 1; attempt <= 20; attempt++ {
+		a := startSleep(t)
+		idA := identity(t, a.Process.Pid)
+		if beforeExit != nil {
+			beforeExit(idA)
+		}
+		time.Sleep(20 * time.Millisecond)
+		reap(a)
+		if b, ok := forkAtPID(t, idA.PID); ok {
+			t.Logf("pid %d reused after %d attempt(s)", idA.PID, attempt)
+			return idA, b
+		}
+	}
+	t.Fatal("could not get a recycled pid in 20 attempts")
+	return proc.Identity{}, nil
+}
+
+func TestPinReusedPID(t *testing.T) {
+	idA, b := reusedPID(t, nil)
+	idB := identity(t, b.Process.Pid)
+	if idB.PID != idA.PID || idB.Start == idA.Start {
+		t.Fatalf("setup: A=%v B=%v, want same pid, other start", idA, idB)
+	}
+	p, err := Pin("/proc", idA)
+	if !errors.Is(err, ErrReused) || p != nil {
+		t.Fatalf("Pin(A) with B on its pid = %v, %v; want nil, ErrReused", p, err)
+	}
+	if exited, err := pin(t, idB).Exited(); err != nil || exited {
+		t.Fatalf("B was harmed: Exited() = %v, %v", exited, err)
+	}
+}
+
+// TestFallbackSignalReusedPID: without a pidfd, a handle taken while A was
+// alive must still refuse to signal B once B holds A's pid.
+func TestFallbackSignalReusedPID(t *testing.T) {
+	withoutPidfd(t)
+	var pA *Pinned
+	_, b := reusedPID(t, func(a proc.Identity) { pA = pin(t, a) })
+	if !pA.Fallback {
+		t.Fatal("setup: handle is not in fallback mode")
+	}
+	if err := pA.Signal(unix.SIGKILL); !errors.Is(err, ErrReused) {
+		t.Fatalf("Signal(A) with B on its pid = %v, want ErrReused", err)
+	}
+	if exited, err := pA.Exited(); err != nil || !exited {
+		t.Errorf("Exited(A) = %v, %v; want true", exited, err)
+	}
+	st, err := readStat("/proc", b.Process.Pid)
+	if err != nil || st.state == 'Z' {
+		t.Fatalf("B was harmed: stat = %+v, %v", st, err)
+	}
+}
+
+func TestPinnedClosed(t *testing.T) {
+	p := pin(t, identity(t, startSleep(t).Process.Pid))
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := p.Signal(unix.SIGKILL); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Signal after Close = %v, want os.ErrClosed", err)
+	}
+	if _, err := p.Exited(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Exited after Close = %v, want os.ErrClosed", err)
+	}
+	if _, err := WaitExit(context.Background(), []*Pinned{p}); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("WaitExit after Close = %v, want os.ErrClosed", err)
+	}
+}
+
+// TestCloseWaitsForWaitExit: Close must not free a pidfd that a WaitExit in
+// another goroutine is polling.
+func TestCloseWaitsForWaitExit(t *testing.T) {
+	p := pin(t, identity(t, startSleep(t).Process.Pid))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() {
+		_, err := WaitExit(ctx, []*Pinned{p})
+		waited <- err
+	}()
+	// Wait until WaitExit holds the pin (TryLock fails while it does).
+	for p.mu.TryLock() {
+		p.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while WaitExit was polling the pidfd", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitExit = %v, want context.Canceled", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close = %v", err)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    stat
+		wantErr bool
+	}{
+		{
+			name: "plain",
+			in:   "42 (sleep) S 7 42 7 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2 3",
+			want: stat{comm: "sleep", state: 'S', ppid: 7, flags: 4194304, threads: 1, start: 12345},
+		},
+		{
+			name: "comm with spaces and parens",
+			in:   "9 (a) b (c)) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 777",
+			want: stat{comm: "a) b (c)", state: 'Z', ppid: 1, threads: 3, start: 777},
+		},
+		{name: "kernel thread", in: "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 13 0",
+			want: stat{comm: "kthreadd", state: 'S', flags: 2129984, threads: 1, start: 13}},
+		{name: "truncated", in: "9 (x) S 1 2 3", wantErr: true},
+		{name: "no comm", in: "9 x S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", wantErr: true},
+		{name: "bad number", in: "9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 zz", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStat([]byte(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parseStat error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && got != tt.want {
+				t.Errorf("parseStat = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStatZombie(t *testing.T) {
+	tests := []struct {
+		name string
+		st   stat
+		want bool
+	}{
+		{"running", stat{state: 'R', threads: 1}, false},
+		{"zombie", stat{state: 'Z', threads: 1}, true},
+		{"dead", stat{state: 'X', threads: 0}, true},
+		// A leader that called pthread_exit while other threads run.
+		{"zombie leader of live threads", stat{state: 'Z', threads: 3}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.st.zombie(); got != tt.want {
+				t.Errorf("zombie() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

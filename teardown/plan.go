@@ -1,0 +1,266 @@
+package teardown
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// DefaultGrace is how long the graceful phase waits after SIGTERM, as the
+// Cloudflare sandbox SDK does before escalating to SIGKILL.
+const DefaultGrace = 5 * time.Second
+
+// DefaultDeadline bounds the verify loop: how long the engine keeps killing
+// newcomers before it reports them as survivors.
+const DefaultDeadline = 5 * time.Second
+
+// Plan is what a teardown will do, made from one model view. It is what the
+// operator confirms, so it must say everything that will be touched.
+type Plan struct {
+	// Target is the sandbox ID, or "pid N" for a process subtree.
+	Target  string
+	Runtime string
+	// Sandbox is the target sandbox; nil for a subtree.
+	Sandbox *model.Sandbox
+	RootPID int
+	// Members are the target's processes, leaf first: every process comes
+	// before its parent, so no parent reaps or respawns a child we have
+	// yet to signal.
+	Members []Member
+	// Cgroup is the dedicated cgroup v2 path, "" when none; CgroupDir is
+	// where it lives in the cgroupfs.
+	Cgroup, CgroupDir string
+	// Freezer is the dedicated v1 freezer path, "" when none.
+	Freezer, FreezerDir string
+	// Frozen is true when the target's cgroup is frozen (paused);
+	// FrozenV2 and FrozenV1 say which of its dedicated cgroups is.
+	Frozen, FrozenV2, FrozenV1 bool
+	// Supervised is true when a live supervisor owns the sandbox; then the
+	// supervisor cleans up and the engine only kills.
+	Supervised     bool
+	SupervisorNote string
+	// Cleanup lists the paths removed after the kill (unsupervised only).
+	Cleanup []string
+	// Grace is the graceful phase's wait; 0 means SIGKILL at once.
+	Grace time.Duration
+	// Deadline bounds the verify loop.
+	Deadline time.Duration
+	// View is the view the plan was made from; verify builds its fresh
+	// view on top of it so that members keep their attribution while they
+	// live (sticky attribution).
+	View *model.View
+}
+
+// Member is one process of the plan, named by identity.
+type Member struct {
+	proc.Identity
+	PPID   int
+	Comm   string
+	Depth  int
+	Zombie bool
+	// Cgroup is the member's cgroup v2 path when planned.
+	Cgroup string
+}
+
+func member(m *model.Member) Member {
+	return Member{Identity: m.ID(), PPID: m.PPID, Comm: m.Comm, Depth: m.Depth, Zombie: m.Zombie(), Cgroup: m.Cgroup}
+}
+
+// inCgroup reports whether a member was planned inside the dedicated cgroup.
+func (p *Plan) inCgroup(m Member) bool {
+	return p.Cgroup != "" && (m.Cgroup == p.Cgroup || strings.HasPrefix(m.Cgroup, p.Cgroup+"/"))
+}
+
+// PlanOptions tune a plan.
+type PlanOptions struct {
+	Grace    time.Duration
+	Deadline time.Duration
+	// Protected holds pids that must never be signalled besides PID 1 and
+	// kernel threads: sandtop itself and its ancestors (SelfAndAncestors).
+	Protected map[int]bool
+}
+
+// PlanSandbox plans the teardown of one sandbox of v.
+func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error) {
+	if err := refuseAll(v, sb.Members, o.Protected); err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", sb.ID, err)
+	}
+	p := &Plan{
+		Target:         sb.ID,
+		Runtime:        sb.Runtime,
+		Sandbox:        sb,
+		RootPID:        sb.Root.PID,
+		Cgroup:         sb.Cgroup,
+		Freezer:        sb.Freezer,
+		Frozen:         sb.Frozen,
+		Supervised:     sb.Supervised,
+		SupervisorNote: sb.SupervisorNote,
+		View:           v,
+	}
+	p.setOptions(o)
+	if sb.Cgroup != "" {
+		p.CgroupDir = v.Snapshot.Mounts.V2Dir(sb.Cgroup)
+		p.FrozenV2 = v.Snapshot.Cgroups[sb.Cgroup].Frozen
+	}
+	if sb.Freezer != "" {
+		p.FreezerDir = v.Snapshot.Mounts.FreezerDir(sb.Freezer)
+		p.FrozenV1 = v.Snapshot.Freezers[sb.Freezer].Frozen
+	}
+	if !sb.Supervised {
+		p.Cleanup = slices.Clone(sb.Cleanup)
+	}
+	// Pre-order reversed puts every process after all of its descendants.
+	for i := len(sb.Members) - 1; i >= 0; i-- {
+		p.Members = append(p.Members, member(sb.Members[i]))
+	}
+	return p, nil
+}
+
+// PlanSubtree plans the teardown of the process tree rooted at pid, for
+// trees no rule knows. It never uses a cgroup: a subtree owns none.
+func PlanSubtree(v *model.View, pid int, o PlanOptions) (*Plan, error) {
+	snap := v.Snapshot
+	root := snap.ByPID[pid]
+	if root == nil {
+		return nil, fmt.Errorf("pid %d: no such process", pid)
+	}
+	children := map[int][]*proc.Process{}
+	for _, p := range snap.Procs {
+		children[p.PPID] = append(children[p.PPID], p)
+	}
+	var pre []*model.Member
+	var walk func(p *proc.Process, depth int)
+	walk = func(p *proc.Process, depth int) {
+		pre = append(pre, &model.Member{Process: p, Depth: depth})
+		for _, c := range children[p.PID] {
+			if c.PID != p.PID {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(root, 0)
+	if err := refuseAll(v, pre, o.Protected); err != nil {
+		return nil, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	p := &Plan{
+		Target:         fmt.Sprintf("pid %d", pid),
+		Runtime:        "-",
+		RootPID:        pid,
+		SupervisorNote: "a process subtree has no supervisor",
+		View:           v,
+	}
+	if sb := v.SandboxOf(root.ID()); sb != nil {
+		p.Runtime = sb.Runtime
+		p.SupervisorNote = "inside sandbox " + sb.ID + "; its supervisor is not asked to clean up"
+	}
+	p.setOptions(o)
+	for i := len(pre) - 1; i >= 0; i-- {
+		p.Members = append(p.Members, member(pre[i]))
+	}
+	return p, nil
+}
+
+func (p *Plan) setOptions(o PlanOptions) {
+	p.Grace, p.Deadline = o.Grace, o.Deadline
+	if p.Grace < 0 {
+		p.Grace = 0
+	}
+	if p.Deadline <= 0 {
+		p.Deadline = DefaultDeadline
+	}
+}
+
+// refuseAll rejects a target that holds a process sandtop must never
+// signal, or the supervisor of any sandbox: the operator should kill the
+// sandbox, not the runner that owns it.
+func refuseAll(v *model.View, ms []*model.Member, protected map[int]bool) error {
+	supervisors := map[int]string{}
+	for _, sb := range v.Sandboxes {
+		if sb.Supervisor != nil {
+			supervisors[sb.Supervisor.PID] = sb.ID
+		}
+	}
+	for _, m := range ms {
+		if err := Refuse(v.Snapshot, m.Process, v.Snapshot.Self); err != nil {
+			return err
+		}
+		if protected[m.PID] {
+			return &RefusedError{PID: m.PID, Comm: m.Comm, Reason: ReasonAncestor}
+		}
+		if id, ok := supervisors[m.PID]; ok {
+			return &RefusedError{PID: m.PID, Comm: m.Comm, Reason: ReasonSupervisor, Detail: "supervisor of sandbox " + id + ": kill the sandbox, not its runner"}
+		}
+	}
+	return nil
+}
+
+// Strategy describes how the processes will be stopped.
+func (p *Plan) Strategy() string {
+	if p.Grace == 0 {
+		return "immediate SIGKILL"
+	}
+	return fmt.Sprintf("graceful: SIGTERM, %s grace, then SIGKILL", p.Grace)
+}
+
+// Steps lists, in order, the steps the engine will run for this plan.
+func (p *Plan) Steps() []string {
+	steps := []string{StepPin}
+	if p.Grace > 0 {
+		if p.Frozen {
+			steps = append(steps, StepThaw)
+		}
+		steps = append(steps, StepTerm, StepWait)
+	}
+	switch {
+	case p.CgroupDir != "" && p.FreezerDir != "":
+		steps = append(steps, StepCgroupKill, StepThaw)
+	case p.CgroupDir != "":
+		steps = append(steps, StepCgroupKill)
+	case p.FreezerDir != "":
+		steps = append(steps, StepFreeze, StepKill, StepThaw)
+	default:
+		steps = append(steps, StepStop, StepKill)
+	}
+	return append(steps, StepVerify, StepCleanup, StepDone)
+}
+
+// Write prints the plan for a person: what --dry-run shows and what the
+// confirmation asks about.
+func (p *Plan) Write(w io.Writer) {
+	fmt.Fprintf(w, "target:     %s (%s), root pid %d, %d processes\n", p.Target, p.Runtime, p.RootPID, len(p.Members))
+	switch {
+	case p.Cgroup != "":
+		fmt.Fprintf(w, "cgroup:     %s (dedicated: cgroup.kill)\n", p.Cgroup)
+	case p.Freezer != "":
+		fmt.Fprintf(w, "cgroup:     v1 freezer %s (dedicated: freeze, kill, thaw)\n", p.Freezer)
+	default:
+		fmt.Fprintf(w, "cgroup:     none dedicated (SIGSTOP the tree, then SIGKILL each process)\n")
+	}
+	if p.Frozen {
+		fmt.Fprintf(w, "state:      paused (frozen)\n")
+	}
+	fmt.Fprintf(w, "supervisor: %s\n", p.SupervisorNote)
+	switch {
+	case p.Supervised:
+		fmt.Fprintf(w, "cleanup:    left to the supervisor\n")
+	case len(p.Cleanup) > 0:
+		fmt.Fprintf(w, "cleanup:    %s\n", strings.Join(p.Cleanup, ", "))
+	default:
+		fmt.Fprintf(w, "cleanup:    nothing to remove\n")
+	}
+	fmt.Fprintf(w, "strategy:   %s\n", p.Strategy())
+	fmt.Fprintf(w, "steps:      %s\n", strings.Join(p.Steps(), " → "))
+	fmt.Fprintf(w, "processes (leaf first):\n")
+	for _, m := range p.Members {
+		z := ""
+		if m.Zombie {
+			z = " (zombie)"
+		}
+		fmt.Fprintf(w, "  %s%d %s%s\n", strings.Repeat("  ", m.Depth), m.PID, m.Comm, z)
+	}
+}

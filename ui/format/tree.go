@@ -1,0 +1,48 @@
+package format
+
+import (
+	"strings"
+
+	"github.com/sandtop/sandtop/model"
+)
+
+// TreePrefix returns the glyphs drawn before a member in a pre-order tree
+// listing ("│  ├─ "): one column per ancestor, telling whether that
+// ancestor has siblings still to come, then the member's own branch.
+func TreePrefix(m *model.Member) string {
+	if m.Parent == nil {
+		return ""
+	}
+	var cols []string
+	for a := m.Parent; a.Parent != nil; a = a.Parent {
+		if last(a) {
+			cols = append(cols, "   ")
+		} else {
+			cols = append(cols, "│  ")
+		}
+	}
+	var b strings.Builder
+	for i := len(cols) - 1; i >= 0; i-- {
+		b.WriteString(cols[i])
+	}
+	if last(m) {
+		b.WriteString("└─ ")
+	} else {
+		b.WriteString("├─ ")
+	}
+	return b.String()
+}
+
+func last(m *model.Member) bool {
+	sib := m.Parent.Children
+	return sib[len(sib)-1] == m
+}
+
+// Command is what a process row shows: argv joined, or [comm] for a process
+// without one (kernel threads, zombies), as ps does.
+func Command(argv []string, comm string) string {
+	if len(argv) == 0 {
+		return "[" + comm + "]"
+	}
+	return strings.Join(argv, " ")
+}
