@@ -65,6 +65,7 @@ type build struct {
 	byID   map[string]*Sandbox
 	owner  map[int]*Sandbox // pid → sandbox
 	via    map[int]Via
+	by     map[int]string // pid → matcher that recognised it (rule 1)
 	procs  map[*Sandbox][]*proc.Process // members, in attribution order
 	rules  map[*Sandbox][]*Rule
 	firstR map[*Sandbox]int // lowest rule index that matched the sandbox
@@ -89,6 +90,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 		byID:    map[string]*Sandbox{},
 		owner:   make(map[int]*Sandbox, len(snap.Procs)/4),
 		via:     make(map[int]Via, len(snap.Procs)/4),
+		by:      map[int]string{},
 		rules:   map[*Sandbox][]*Rule{},
 		firstR:  map[*Sandbox]int{},
 		procs:   map[*Sandbox][]*proc.Process{},
@@ -165,6 +167,7 @@ func (w *build) attributeByRule() {
 		sb := w.sandbox(m.ID, m)
 		w.assign(p, sb, ViaRule)
 		w.matched[sb] = append(w.matched[sb], matchedProc{p, m})
+		w.by[p.PID] = m.By
 	}
 }
 

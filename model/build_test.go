@@ -83,10 +83,11 @@ var (
 		Argv:    regexp.MustCompile(`^halfexp (?P<id>\S+)(?: base=(?P<base>\S+))?`),
 		Cleanup: []string{"{base}/x/{id}", "/run/half/{id}"},
 	}
-	podRule = &Rule{Name: "pod", Cgroup: regexp.MustCompile(`(^|/)pod(?P<id>[0-9a-f-]+)/`)}
-	boxRule = &Rule{Name: "box", Cgroup: regexp.MustCompile(`(^|/)box/(?P<id>[A-Za-z0-9_-]+)$`)}
-	argRule = &Rule{Name: "sim", Argv: regexp.MustCompile(`^sim --sandbox (?P<id>\S+)`)}
-	rules   = Rules{vm0Rule, shimRule, podRule, boxRule, argRule, vm0SockRule, halfRule}
+	podRule    = &Rule{Name: "pod", Cgroup: regexp.MustCompile(`(^|/)pod(?P<id>[0-9a-f-]+)/`)}
+	boxRule    = &Rule{Name: "box", Cgroup: regexp.MustCompile(`(^|/)box/(?P<id>[A-Za-z0-9_-]+)$`)}
+	dockerRule = &Rule{Name: "docker", Cgroup: regexp.MustCompile(`(^|/)docker-(?P<id>[0-9a-f]{64})\.scope$`)}
+	argRule    = &Rule{Name: "sim", Argv: regexp.MustCompile(`^sim --sandbox (?P<id>\S+)`)}
+	rules      = Rules{vm0Rule, shimRule, podRule, boxRule, dockerRule, argRule, vm0SockRule, halfRule}
 )
 
 const vmID = "7d1e2c3a-1111-4a4a-9b9b-0123456789ab"
@@ -418,6 +419,24 @@ func TestBuild(t *testing.T) {
 				if got, err := v.Resolve(sbID); err != nil || got != sb {
 					t.Errorf("Resolve(pod sandbox ID) = %v, %v", got, err)
 				}
+				wantBadges(t, sb)
+			},
+		},
+		{
+			name: "a container process adopted by the shim's own parent (a subreaper) has escaped",
+			snap: snap(
+				pr(1500, 50, "/usr/bin/containerd-shim-runc-v2 -namespace moby -id "+ctr+" -address /x.sock", cgroup("/system.slice/containerd.service")),
+				pr(1501, 1500, "nginx", cgroup(docker)),
+				pr(1510, 50, "escaped-daemon", cgroup(docker)),
+				pr(50, 1, "subreaper"),
+			),
+			check: func(t *testing.T, v *View) {
+				sb := one(t, v, ctr)
+				ms := members(sb)
+				if !ms[1510].Orphan || ms[1501].Orphan || ms[1500].Orphan {
+					t.Errorf("orphan flags: escaped %v, init %v, shim %v", ms[1510].Orphan, ms[1501].Orphan, ms[1500].Orphan)
+				}
+				wantBadges(t, sb, BadgeOrphan)
 			},
 		},
 	}...)

@@ -29,7 +29,7 @@ func (w *build) finish() *View {
 			}
 			continue
 		}
-		m := &Member{Process: p, Via: w.via[p.PID]}
+		m := &Member{Process: p, Via: w.via[p.PID], MatchedBy: w.by[p.PID]}
 		byPID[p.PID] = m
 		members[sb] = append(members[sb], m)
 		v.byMember[p.ID()] = sb
@@ -64,11 +64,14 @@ func (w *build) tree(sb *Sandbox, ms []*Member, byPID map[int]*Member) {
 	})
 	sb.Root = root
 	for _, m := range tops {
-		// A top-level member other than the root was re-parented away
-		// from its tree — unless it is a sibling of the root under the
-		// same (non-init) parent, as a pod's containers are under their
-		// shim.
-		m.Orphan = m != root && (m.PPID <= 1 || m.PPID != root.PPID)
+		// A top-level member other than the root has left its tree when
+		// it is in the sandbox only because of where it lives (its
+		// cgroup, by rule 3 or by a cgroup matcher) or what it was
+		// (sticky), or when init adopted it. A container process's parent
+		// is its shim or its container's init, both members once the shim
+		// is recognised (a pod's shim is folded into the pod). One that a
+		// rule recognised by its own argv stands on its own.
+		m.Orphan = m != root && (m.PPID <= 1 || m.Via == ViaCgroup || m.Via == ViaSticky || m.MatchedBy == ByCgroup)
 	}
 	sb.Members = make([]*Member, 0, len(ms))
 	var walk func(m *Member, depth int)

@@ -107,6 +107,9 @@ type Sandbox struct {
 type Member struct {
 	*proc.Process
 	Via Via
+	// MatchedBy names the matcher of the rule that recognised this very
+	// process (Via == ViaRule): "argv", "cgroup", …
+	MatchedBy string
 	// Depth is 0 for top-level members.
 	Depth    int
 	Parent   *Member
