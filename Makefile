@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 BENCHTIME   ?= 1x
 
-.PHONY: all build test lint vet fmt-check staticcheck tidy-check bench clean
+.PHONY: all build demo screenshots test test-deps lint vet fmt-check staticcheck tidy-check bench clean torture
 
 all: build
 
@@ -17,9 +17,28 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sandtop ./cmd/sandtop
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sandsim ./cmd/sandsim
 
+# The demo: a fleet of fake sandboxes (real processes) and the live screen
+# on it. Quitting tears the fleet down.
+demo: build
+	$(BIN)/sandtop demo
+
+# Regenerates screenshots/*.png from a real terminal (tmux + aha + headless
+# Chromium, installed from Debian if missing). Run as root on a host with
+# no other sandboxes.
+screenshots: build
+	screenshots/capture.sh
+
+# Tools some tests drive: tmux is the real terminal the demo test runs in.
+# Installed from Debian when missing and root; otherwise those tests skip.
+test-deps:
+	@command -v tmux >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1 || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }; }; } || \
+		echo "tmux is missing: the terminal tests will skip"
+
 # The tests spawn real process trees, cgroups and signals; as root they
 # also cover cgroup freeze/kill and PID reuse (they skip those otherwise).
-test: vet
+test: vet test-deps
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 vet:
@@ -38,8 +57,44 @@ tidy-check:
 	$(GO) mod tidy
 	@git diff --exit-code -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum"; exit 1; }
 
+# The scanner and model.Build run against a sandsim bulk fleet at each size
+# in BENCH_PROCS (default 1000,10000), one `go test` per size so that each
+# benchmark process starts one fleet; teardown starts a fleet per iteration;
+# every other package's benchmarks run once. As root (they skip otherwise).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+	$(GO) build -o $(BIN)/sandsim ./cmd/sandsim
+	@set -e; for n in $$(echo "$(or $(BENCH_PROCS),1000 10000)" | tr , ' '); do \
+		echo "== BENCH_PROCS=$$n"; \
+		BENCH_PROCS=$$n SANDSIM=$(abspath $(BIN))/sandsim $(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime 20x ./proc ./model; \
+	done
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x ./teardown
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list $(PKGS) | grep -v -e '/proc$$' -e '/model$$' -e '/teardown$$')
+
+# Whole-process comparisons with public tools (C floor, ps, htop in tmux) on
+# one fleet of BENCH_COMPARE_PROCS (default 10000), printed as a table of
+# ratios. Installs htop and tmux with apt-get when missing; needs root.
+.PHONY: bench-compare
+bench-compare: build
+	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
+	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000)
 
 clean:
 	rm -rf $(BIN)
+
+# The torture suite (issue 7): the full-size runs of the teardown trials, pid
+# reuse, churn, permissions, resource and read-only tests (`make test` runs
+# them bounded), then every /proc and rules parser fuzzed for FUZZTIME. The
+# figures land in $(TORTURE_LOG) on the "TORTURE" lines. Knobs: TORTURE_N,
+# TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_SEED.
+FUZZTIME    ?= 20s
+TORTURE_LOG ?= torture.log
+PROC_FUZZ   := FuzzParseStat FuzzParseCmdline FuzzParseStatusIDs FuzzParseCgroupPaths FuzzParseCgroupEvents \
+	FuzzParseFreezerState FuzzParseCgroupProcs FuzzParseChildren FuzzFindMounts FuzzParseUnixListeners
+torture:
+	@command -v strace >/dev/null && command -v tmux >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq strace tmux; }
+	$(GO) test -tags torture -count=1 -timeout 90m -v -run 'Torture' ./teardown/ ./cmd/sandtop/ >$(TORTURE_LOG) 2>&1; \
+	status=$$?; grep -h 'TORTURE \|^--- FAIL\|^FAIL' $(TORTURE_LOG); exit $$status
+	for f in $(PROC_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./proc/ || exit 1; done
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRules$$' -fuzztime $(FUZZTIME) ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME) ./teardown/

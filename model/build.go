@@ -21,7 +21,12 @@ const minIDInPath = 8
 type Builder struct {
 	rules     Rules
 	ruleIndex map[*Rule]int
-	matches   map[proc.Identity]matchMemo
+	matches   map[proc.Identity]*matchMemo
+	// claimed remembers build.claims, which runs the rules' cgroup regexps
+	// on a sandbox's cgroups: the same few questions every refresh.
+	claimed map[claimKey]*claimMemo
+	// gen counts Build calls; a memo not used by the latest is dropped.
+	gen uint64
 }
 
 // matchMemo is a remembered rule match. The inputs besides the identity are
@@ -31,6 +36,20 @@ type matchMemo struct {
 	comm, cgroup, freezer, cwd string
 	match                      Match
 	ok                         bool
+	gen                        uint64
+}
+
+// claimKey is one question build.claims answers: does dir name the sandbox
+// id, given the rules that matched the sandbox (a bit per rule index; a
+// sandbox matched by a rule beyond the 64th is not remembered).
+type claimKey struct {
+	id, dir string
+	rules   uint64
+}
+
+type claimMemo struct {
+	ok  bool
+	gen uint64
 }
 
 // NewBuilder returns a Builder for the given rules, tried in order.
@@ -39,7 +58,7 @@ func NewBuilder(rules Rules) *Builder {
 	for i, r := range rules {
 		idx[r] = i
 	}
-	return &Builder{rules: rules, ruleIndex: idx, matches: map[proc.Identity]matchMemo{}}
+	return &Builder{rules: rules, ruleIndex: idx, matches: map[proc.Identity]*matchMemo{}, claimed: map[claimKey]*claimMemo{}}
 }
 
 // Build groups a snapshot into sandboxes with a throwaway Builder.
@@ -49,12 +68,28 @@ func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
 
 func (b *Builder) match(p *proc.Process) (Match, bool) {
 	id := p.ID()
-	if m, ok := b.matches[id]; ok && m.comm == p.Comm && m.cgroup == p.Cgroup && m.freezer == p.Freezer && m.cwd == p.Cwd {
+	if m := b.matches[id]; m != nil && m.comm == p.Comm && m.cgroup == p.Cgroup && m.freezer == p.Freezer && m.cwd == p.Cwd {
+		m.gen = b.gen
 		return m.match, m.ok
 	}
 	m, ok := b.rules.Match(p)
-	b.matches[id] = matchMemo{comm: p.Comm, cgroup: p.Cgroup, freezer: p.Freezer, cwd: p.Cwd, match: m, ok: ok}
+	b.matches[id] = &matchMemo{comm: p.Comm, cgroup: p.Cgroup, freezer: p.Freezer, cwd: p.Cwd, match: m, ok: ok, gen: b.gen}
 	return m, ok
+}
+
+// sweep forgets the memos the latest Build did not use: identities that
+// exited, and cgroup questions no longer asked.
+func (b *Builder) sweep() {
+	for id, m := range b.matches {
+		if m.gen != b.gen {
+			delete(b.matches, id)
+		}
+	}
+	for k, c := range b.claimed {
+		if c.gen != b.gen {
+			delete(b.claimed, k)
+		}
+	}
 }
 
 // build holds the working state of one Build call.
@@ -65,7 +100,7 @@ type build struct {
 	byID   map[string]*Sandbox
 	owner  map[int]*Sandbox // pid → sandbox
 	via    map[int]Via
-	by     map[int]string // pid → matcher that recognised it (rule 1)
+	by     map[int]string               // pid → matcher that recognised it (rule 1)
 	procs  map[*Sandbox][]*proc.Process // members, in attribution order
 	rules  map[*Sandbox][]*Rule
 	firstR map[*Sandbox]int // lowest rule index that matched the sandbox
@@ -83,36 +118,32 @@ type matchedProc struct {
 // of the same host: a process that was in a sandbox there stays in it while
 // its identity lives (sticky attribution).
 func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
+	b.gen++
+	// The per-pid maps are sized for every process: on a host that runs
+	// sandboxes most processes are in one, and growing them cost a tenth of
+	// a Build at 10,000 processes.
 	w := &build{
 		Builder: b,
 		snap:    snap,
 		prev:    prev,
 		byID:    map[string]*Sandbox{},
-		owner:   make(map[int]*Sandbox, len(snap.Procs)/4),
-		via:     make(map[int]Via, len(snap.Procs)/4),
-		by:      map[int]string{},
+		owner:   make(map[int]*Sandbox, len(snap.Procs)),
+		via:     make(map[int]Via, len(snap.Procs)),
+		by:      make(map[int]string, len(snap.Procs)),
 		rules:   map[*Sandbox][]*Rule{},
 		firstR:  map[*Sandbox]int{},
 		procs:   map[*Sandbox][]*proc.Process{},
 		matched: map[*Sandbox][]matchedProc{},
 	}
-	live := make(map[proc.Identity]bool, len(snap.Procs))
-	for _, p := range snap.Procs {
-		live[p.ID()] = true
-	}
-	for id := range b.matches {
-		if !live[id] {
-			delete(b.matches, id)
-		}
-	}
-
 	w.attributeByRule()
 	w.attributeByGroup()
 	w.attributeByAncestor()
 	w.mergeByCgroupName()
 	w.attributeByCgroup()
 	w.attributeSticky()
-	return w.finish()
+	v := w.finish()
+	b.sweep()
+	return v
 }
 
 // excluded reports whether p can never be part of a sandbox: kernel threads,

@@ -181,7 +181,7 @@ func TestBuild(t *testing.T) {
 			check: func(t *testing.T, v *View) {
 				sb := one(t, v, "abc123def456")
 				wantBadges(t, sb, BadgeOrphan)
-				if sb.SupervisorNote != "nothing listens on /run/containerd/containerd.sock" {
+				if sb.SupervisorNote != "supervisor gone: nothing listens on /run/containerd/containerd.sock" {
 					t.Errorf("note %q", sb.SupervisorNote)
 				}
 			},
@@ -226,6 +226,23 @@ func TestBuild(t *testing.T) {
 				wantBadges(t, one(t, v, "half"))
 				if sb := one(t, v, "frozen-v2"); sb.Cgroup != "/sim/frozen-v2" {
 					t.Errorf("cgroup %q should be dedicated", sb.Cgroup)
+				}
+			},
+		},
+		{
+			name: "a zombie's cgroup does not spoil the live members' dedicated freezer",
+			snap: func() *proc.Snapshot {
+				s := snap(
+					pr(450, 1, "sim --sandbox zombie-freezer", freezer("/pool/1")),
+					pr(451, 450, "", state('Z'), freezer("/")),
+				)
+				s.Freezers["/pool/1"] = proc.CgroupState{Frozen: true, Exists: true}
+				return s
+			}(),
+			check: func(t *testing.T, v *View) {
+				sb := one(t, v, "zombie-freezer")
+				if sb.Freezer != "/pool/1" || !sb.Frozen {
+					t.Errorf("freezer %q frozen %v, want dedicated /pool/1, frozen", sb.Freezer, sb.Frozen)
 				}
 			},
 		},

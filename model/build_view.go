@@ -19,8 +19,14 @@ func (w *build) finish() *View {
 		byID:     w.byID,
 		byMember: make(map[proc.Identity]*Sandbox, len(w.owner)),
 	}
-	members := map[*Sandbox][]*Member{}
+	members := make(map[*Sandbox][]*Member, len(w.procs))
+	for sb, ps := range w.procs {
+		members[sb] = make([]*Member, 0, len(ps))
+	}
 	byPID := make(map[int]*Member, len(w.owner))
+	// One allocation for every Member, as proc does for Processes: a
+	// Member per process per refresh was a tenth of a steady Build.
+	slab := make([]Member, len(w.owner))
 	for _, p := range w.snap.Procs {
 		sb := w.owner[p.PID]
 		if sb == nil {
@@ -29,7 +35,9 @@ func (w *build) finish() *View {
 			}
 			continue
 		}
-		m := &Member{Process: p, Via: w.via[p.PID], MatchedBy: w.by[p.PID]}
+		m := &slab[0]
+		slab = slab[1:]
+		*m = Member{Process: p, Via: w.via[p.PID], MatchedBy: w.by[p.PID]}
 		byPID[p.PID] = m
 		members[sb] = append(members[sb], m)
 		v.byMember[p.ID()] = sb
@@ -113,7 +121,9 @@ func (w *build) supervise(sb *Sandbox) {
 			p = w.snap.ByPID[p.PPID]
 		}
 		sb.Orphan = true
-		sb.SupervisorNote = "no ancestor within 16 levels matches " + sup.Ancestor.String()
+		// The pattern itself is in the rule (sandtop rules prints it); it is
+		// too long for a one-line reason.
+		sb.SupervisorNote = "supervisor gone: no ancestor within 16 levels matches the rule's supervisor pattern"
 	case sup.SocketFlag != "":
 		path := ""
 		for _, mp := range w.matched[sb] {
@@ -133,7 +143,7 @@ func (w *build) supervise(sb *Sandbox) {
 			sb.SupervisorNote = "supervisor listens on " + path
 		default:
 			sb.Orphan = true
-			sb.SupervisorNote = "nothing listens on " + path
+			sb.SupervisorNote = "supervisor gone: nothing listens on " + path
 		}
 	default:
 		sb.SupervisorNote = "rule names no supervisor"

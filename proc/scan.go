@@ -1,15 +1,14 @@
 package proc
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,12 +33,14 @@ type Options struct {
 }
 
 // Scanner reads snapshots of the host. It caches the static fields of each
-// process by identity (see scan_cache.go), so keep one scanner per refresh
-// loop. Its methods may be called from several goroutines; scans are
-// serialised.
+// process by identity (see scan_cache.go) and keeps a descriptor open on
+// every live process's stat file and every cgroup's state file (see
+// pid_table.go and cgroup_files.go), so keep one scanner per refresh loop,
+// and Close it. Its methods may be called from several goroutines; scans
+// are serialised, and a scan reads with up to one goroutine per core (at
+// most four).
 type Scanner struct {
 	root     string
-	fs       procfs.FS
 	mounts   Mounts
 	bootTime time.Time
 	self     int
@@ -48,6 +49,29 @@ type Scanner struct {
 	mu    sync.Mutex
 	gen   uint64
 	cache scanCache
+	// fds is the budget of descriptors held open between scans.
+	fds fdBudget
+	// pids follows the live pids and holds their stat descriptors;
+	// cgroups and freezers hold the cgroup state files.
+	pids              pidTable
+	cgroups, freezers *cgroupFiles
+	// found is the stat pass's output, reused between scans.
+	found []statRead
+	// todo lists the indexes in found whose static fields must be read.
+	todo []int
+	// readers hold the buffers of the static-field workers; workers, when
+	// not zero, fixes how many goroutines read (benchmarks compare one
+	// with the default).
+	readers []*staticReader
+	workers int
+	// strings interns the static strings of new processes.
+	strings interner
+	// listeners, hostBuf and hostname keep what the last scan read, so an
+	// unchanged socket table or hostname costs no allocation.
+	listeners listenerCache
+	hostPath  string
+	hostBuf   []byte
+	hostname  string
 	// reads counts the files the last Scan read, by kind.
 	reads readCounts
 	// testHookAfterStat, when set, runs between reading every stat and reading
@@ -75,22 +99,32 @@ func NewScanner(opts Options) (*Scanner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read boot time: %w", err)
 	}
-	return &Scanner{
+	s := &Scanner{
 		root:     root,
-		fs:       fsys,
 		mounts:   mounts.withSysRoot(opts.SysRoot),
 		bootTime: time.Unix(int64(stat.BootTime), 0),
 		self:     readSelf(root),
 		pageSize: uint64(os.Getpagesize()),
 		cache:    newScanCache(),
-	}, nil
+		fds:      fdBudget{limit: heldFDBudget()},
+		hostPath: filepath.Join(root, "sys", "kernel", "hostname"),
+	}
+	s.pids = newPIDTable(root, &s.fds)
+	s.cgroups = newCgroupFiles(false, s.mounts.V2Dir, &s.fds)
+	s.freezers = newCgroupFiles(true, s.mounts.FreezerDir, &s.fds)
+	return s, nil
 }
 
-// Close releases what the scanner holds. The scanner must not be used after.
+// Close releases what the scanner holds: the cache and every descriptor it
+// keeps open. The scanner must not be used after.
 func (s *Scanner) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cache = newScanCache()
+	s.pids.close()
+	s.cgroups.close()
+	s.freezers.close()
+	s.found = nil
 	return nil
 }
 
@@ -106,6 +140,29 @@ func (s *Scanner) Invalidate(id Identity) {
 	s.cache.drop(id)
 }
 
+// Seed fills the static-field cache from the processes of snap, an earlier
+// snapshot of the same /proc (same Options), so that the next Scan reads
+// only stat for the identities in it, as a refresh does. Teardown seeds
+// its verify scanner from the plan's snapshot: its rescan then costs a
+// refresh, not a cold scan of the whole host (at 10,000 processes about a
+// tenth). A seeded entry knows no startcode, which a Process does not
+// carry, so for those identities an exec is noticed by comm alone (see
+// scan_cache.go).
+func (s *Scanner) Seed(snap *Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range snap.Procs {
+		id := p.ID()
+		if _, ok := s.cache.entries[id]; ok {
+			continue
+		}
+		s.cache.store(id, &cacheEntry{static: static{
+			comm: p.Comm, argv: p.Argv, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
+			cgroup: p.Cgroup, freezer: p.Freezer, nspid: p.NSpid, partial: p.Partial,
+		}, gen: s.gen})
+	}
+}
+
 // Scan reads a snapshot of the host. Processes that vanish while being read
 // are left out; a field that cannot be read (usually a permission error when
 // not root) is left empty and marks its process Partial. Only a failure to
@@ -113,7 +170,10 @@ func (s *Scanner) Invalidate(id Identity) {
 //
 // The returned Snapshot is never modified afterwards, and its Processes are
 // fresh each scan, but slices in them (Argv, NSpid) are shared between
-// snapshots: callers must treat them as read-only.
+// snapshots, and so are the Cgroups, Freezers and Listeners maps while
+// their contents do not change: callers must treat all of it as read-only.
+// A snapshot's Processes are allocated together, so a pointer to one keeps
+// the others of its scan alive.
 func (s *Scanner) Scan() (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,39 +181,42 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 	s.reads = readCounts{}
 
 	now := time.Now()
-	found, kthreadd, err := s.readStats()
+	kthreadd, err := s.readStats()
 	if err != nil {
 		return nil, err
 	}
 	if s.testHookAfterStat != nil {
 		s.testHookAfterStat()
 	}
+	s.readStatics(kthreadd)
+	live := 0
+	for i := range s.found {
+		if !s.found[i].gone {
+			live++
+		}
+	}
 	snap := &Snapshot{
 		Time:       now,
 		BootTime:   s.bootTime,
 		ClockTicks: userHZ,
 		PageSize:   s.pageSize,
-		Hostname:   readHostname(s.root),
+		Hostname:   s.readHostname(),
 		Self:       s.self,
-		Procs:      make([]*Process, 0, len(found)),
-		ByPID:      make(map[int]*Process, len(found)),
+		Procs:      make([]*Process, 0, live),
+		ByPID:      make(map[int]*Process, live),
 		Mounts:     s.mounts,
 	}
-	for _, f := range found {
-		id := Identity{PID: f.st.PID, Start: f.st.Starttime}
-		kernel := isKernel(f.st, kthreadd)
-		var sf static
-		if e := s.cache.lookup(id, f.st.Comm, f.st.StartCode); e != nil {
-			e.gen = s.gen
-			sf = e.static
-		} else {
-			var gone bool
-			if sf, gone = readStatic(f.p, f.st, kernel, s.mounts, &s.reads); gone {
-				continue
-			}
-			s.cache.store(id, sf, s.gen)
+	// One allocation for every Process of the snapshot: the structs must be
+	// fresh (a snapshot is immutable and the UI keeps old ones), but a slab
+	// costs one allocation and one GC object instead of one per process.
+	slab := make([]Process, live)
+	for i := range s.found {
+		f := &s.found[i]
+		if f.gone {
+			continue
 		}
-		p := newProcess(f.st, sf, kernel, s.pageSize)
+		p := &slab[len(snap.Procs)]
+		fillProcess(p, &f.st, &f.entry.static, f.st.kernel(kthreadd), s.pageSize)
 		snap.Procs = append(snap.Procs, p)
 		snap.ByPID[p.PID] = p
 		if p.Partial {
@@ -164,67 +227,38 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 	snap.Cgroups, snap.Freezers = s.cgroupStates(snap.Procs)
 	// The socket table is an extra; failing to read it must not cost the
 	// whole snapshot, so an unreadable table shows as no listeners.
-	if snap.Listeners, err = readListeners(s.root); err != nil {
+	if snap.Listeners, err = s.listeners.read(s.root); err != nil {
 		snap.Listeners = map[string]bool{}
 	}
 	return snap, nil
 }
 
-// statRead is one process as the stat pass found it.
-type statRead struct {
-	p  procfs.Proc
-	st procfs.ProcStat
-}
-
 // readStats lists the pid directories and reads each one's stat: the only
-// per-process read a steady refresh does. It returns them sorted by pid, and
-// whether pid 2 is kthreadd (see isKthreadd).
-func (s *Scanner) readStats() (found []statRead, kthreadd bool, err error) {
-	list, err := s.fs.AllProcs()
+// per-process read a steady refresh does. It fills s.found, sorted by pid,
+// and reports whether pid 2 is kthreadd (see isKthreadd).
+func (s *Scanner) readStats() (kthreadd bool, err error) {
+	s.found, err = s.pids.scan(s.found[:0], &s.reads, s.readWorkers())
 	if err != nil {
-		return nil, false, fmt.Errorf("list processes in %s: %w", s.root, err)
+		return false, fmt.Errorf("list processes in %s: %w", s.root, err)
 	}
-	found = make([]statRead, 0, len(list))
-	for _, p := range list {
-		s.reads.stat++
-		st, err := readStat(p)
-		if err != nil {
-			// Vanished since the readdir, or a stat we cannot parse: either
-			// way there is no identity to report it under.
-			continue
+	for i := range s.found {
+		if f := &s.found[i]; !f.gone && f.st.pid == 2 {
+			kthreadd = isKthreadd(procfs.ProcStat{PID: 2, Flags: f.st.flags, Comm: f.st.comm})
 		}
-		kthreadd = kthreadd || isKthreadd(st)
-		found = append(found, statRead{p, st})
 	}
-	slices.SortFunc(found, func(a, b statRead) int { return cmp.Compare(a.st.PID, b.st.PID) })
-	return found, kthreadd, nil
+	return kthreadd, nil
 }
 
 // cgroupStates reads the state of every v2 cgroup and v1 freezer cgroup that
 // some process is in, each once.
 func (s *Scanner) cgroupStates(procs []*Process) (v2, freezers map[string]CgroupState) {
-	v2, freezers = map[string]CgroupState{}, map[string]CgroupState{}
+	s.cgroups.begin()
+	s.freezers.begin()
 	for _, p := range procs {
-		if _, ok := v2[p.Cgroup]; p.Cgroup != "" && !ok {
-			v2[p.Cgroup] = s.cgroupState(s.mounts.V2Dir(p.Cgroup), false)
-		}
-		if _, ok := freezers[p.Freezer]; p.Freezer != "" && !ok {
-			freezers[p.Freezer] = s.cgroupState(s.mounts.FreezerDir(p.Freezer), true)
-		}
+		s.cgroups.add(p.Cgroup)
+		s.freezers.add(p.Freezer)
 	}
-	return v2, freezers
-}
-
-// cgroupState reads one cgroup's state for a snapshot. A read error other
-// than a missing directory (which ReadCgroupState already reports as
-// !Exists) is not worth failing the scan for; the cgroup then shows as
-// unknown, i.e. the zero state.
-func (s *Scanner) cgroupState(dir string, v1Freezer bool) CgroupState {
-	st, err := ReadCgroupState(dir, v1Freezer)
-	if err != nil {
-		return CgroupState{}
-	}
-	return st
+	return s.cgroups.end(), s.freezers.end()
 }
 
 // readSelf returns the pid <procRoot>/self points to, as that procfs numbers
@@ -243,12 +277,19 @@ func readSelf(procRoot string) int {
 
 // readHostname reads <procRoot>/sys/kernel/hostname, the UTS name of the
 // reader's namespace, falling back to os.Hostname when the file is absent.
-func readHostname(procRoot string) string {
-	data, err := os.ReadFile(filepath.Join(procRoot, "sys", "kernel", "hostname"))
-	if err == nil {
-		return strings.TrimSpace(string(data))
+// An unchanged name is handed out again rather than allocated anew.
+func (s *Scanner) readHostname() string {
+	if s.hostBuf == nil {
+		s.hostBuf = make([]byte, 256) // HOST_NAME_MAX is 64
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	data, err := readFileInto(s.hostPath, &s.hostBuf, 4096, true)
+	switch {
+	case err == nil:
+		if name := bytes.TrimSpace(data); string(name) != s.hostname {
+			s.hostname = string(name)
+		}
+		return s.hostname
+	case !errors.Is(err, fs.ErrNotExist):
 		return ""
 	}
 	name, err := os.Hostname()

@@ -59,8 +59,8 @@ func (c *scanCache) lookup(id Identity, comm string, startCode uint64) *cacheEnt
 	return e
 }
 
-func (c *scanCache) store(id Identity, sf static, gen uint64) {
-	c.entries[id] = &cacheEntry{static: sf, gen: gen}
+func (c *scanCache) store(id Identity, e *cacheEntry) {
+	c.entries[id] = e
 }
 
 // sweep drops the identities not seen in scan generation gen: they exited.

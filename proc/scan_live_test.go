@@ -26,7 +26,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv(scanAsEnv) == "1" {
 		os.Exit(reportScan(os.Stdout))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, fn := range afterTests {
+		if err := fn(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
+	os.Exit(code)
 }
 
 type scanReport struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 )
@@ -15,22 +14,49 @@ import (
 // state (net/unix/af_unix.c, unix_seq_show).
 const soAcceptCon = 1 << 16
 
+// maxNetUnix bounds a read of /proc/net/unix: about 100 bytes a socket, so
+// room for over half a million sockets.
+const maxNetUnix = 64 << 20
+
 // readListeners reads <procRoot>/net/unix. That file shows the sockets of the
 // reader's network namespace only, so a sandbox in its own network namespace
 // keeps its listeners out of sight. A missing file (no AF_UNIX, or a fixture
 // without it) gives no listeners.
 func readListeners(procRoot string) (map[string]bool, error) {
-	data, err := os.ReadFile(filepath.Join(procRoot, "net", "unix"))
+	var c listenerCache
+	return c.read(procRoot)
+}
+
+// listenerCache reads /proc/net/unix into a reused buffer and parses it only
+// when its text changed since the last read, handing out the same map
+// otherwise: a refresh of a host whose sockets did not change allocates
+// nothing here. Maps handed out are never modified.
+type listenerCache struct {
+	buf, last []byte
+	m         map[string]bool
+}
+
+func (c *listenerCache) read(procRoot string) (map[string]bool, error) {
+	if c.buf == nil {
+		c.buf = make([]byte, 16<<10)
+	}
+	path := filepath.Join(procRoot, "net", "unix")
+	data, err := readFileInto(path, &c.buf, maxNetUnix, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
+		c.m, c.last = map[string]bool{}, c.last[:0]
+		return c.m, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read unix sockets: %w", err)
 	}
+	if c.m != nil && bytes.Equal(data, c.last) {
+		return c.m, nil
+	}
 	l, err := parseUnixListeners(data)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s/net/unix: %w", procRoot, err)
+		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
+	c.m, c.last = l, append(c.last[:0], data...)
 	return l, nil
 }
 

@@ -62,9 +62,13 @@ func controllingTTY() string {
 	return ""
 }
 
-// DefaultAuditPath is /var/log/sandtop/audit.jsonl for root, else
+// DefaultAuditPath is $SANDTOP_AUDIT_LOG when set, else
+// /var/log/sandtop/audit.jsonl for root, else
 // $XDG_STATE_HOME/sandtop/audit.jsonl (~/.local/state when unset).
 func DefaultAuditPath() string {
+	if p := os.Getenv("SANDTOP_AUDIT_LOG"); p != "" {
+		return p
+	}
 	if os.Geteuid() == 0 {
 		return "/var/log/sandtop/audit.jsonl"
 	}

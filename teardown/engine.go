@@ -23,6 +23,12 @@ type Options struct {
 	// Rules are the rules the plan's view was built with; verify re-groups
 	// a fresh scan with them.
 	Rules model.Rules
+	// Scanner, when set, is used for the verify scans: a scanner that has
+	// already read the host (the TUI's, or the one the CLI planned with)
+	// makes a verify round a steady refresh instead of a cold read of
+	// every process's static fields. Scanners serialise their scans, so it
+	// may be shared.
+	Scanner *proc.Scanner
 }
 
 // Engine runs teardown plans. One engine serves any number of teardowns,
@@ -31,6 +37,7 @@ type Engine struct {
 	procRoot string
 	sysRoot  string
 	rules    model.Rules
+	scanner  *proc.Scanner
 	// protected are sandtop and its ancestors, read when the engine was
 	// made; Refuse re-derives them from each snapshot as well.
 	protected map[int]bool
@@ -47,7 +54,7 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("teardown: %w", err)
 	}
-	return &Engine{procRoot: o.ProcRoot, sysRoot: o.SysRoot, rules: o.Rules, protected: prot, now: time.Now}, nil
+	return &Engine{procRoot: o.ProcRoot, sysRoot: o.SysRoot, rules: o.Rules, scanner: o.Scanner, protected: prot, now: time.Now}, nil
 }
 
 // Protected returns the pids this engine will never signal besides PID 1
@@ -153,7 +160,7 @@ func (r *run) close() {
 	for _, p := range r.pins {
 		p.Close()
 	}
-	if r.sc != nil {
+	if r.sc != nil && r.sc != r.e.scanner {
 		r.sc.Close()
 	}
 }

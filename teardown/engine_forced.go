@@ -22,6 +22,10 @@ const killWait = 2 * time.Second
 // gets near this.
 const maxStopPasses = 64
 
+// quietStopPasses ends the SIGSTOP walk early once this many passes in a
+// row found no new process.
+const quietStopPasses = 3
+
 // forced kills whatever the graceful phase left. With a dedicated v2 cgroup
 // cgroup.kill does it atomically, catching processes forked meanwhile; with
 // a dedicated v1 freezer the tree is frozen so it cannot fork, then killed,
@@ -142,7 +146,7 @@ func (r *run) stopAndKill(ctx context.Context) {
 		r.event(Event{Step: StepKill, Status: Skip, Detail: "nothing left to kill"})
 		return
 	}
-	passes, found := 0, 0
+	passes, found, quiet := 0, 0, 0
 	for ; passes < maxStopPasses && ctx.Err() == nil; passes++ {
 		live = r.live()
 		running, added := 0, 0
@@ -168,6 +172,14 @@ func (r *run) stopAndKill(ctx context.Context) {
 		}
 		found += added
 		if added == 0 && running == 0 {
+			break
+		}
+		// A task still not stopped after a few passes that found nothing
+		// new is in uninterruptible sleep or frozen: it cannot fork either.
+		if quiet++; added > 0 {
+			quiet = 0
+		}
+		if quiet >= quietStopPasses {
 			break
 		}
 	}

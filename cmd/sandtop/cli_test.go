@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/teardown"
+)
+
+// TestMain lets the test binary serve as the sandsim fleet's processes and
+// reap whatever a fleet strands.
+func TestMain(m *testing.M) { fleet.Main(m) }
+
+// sandtop runs the command in-process and returns its exit code and output.
+func sandtop(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func startFleet(t *testing.T, spec fleet.Spec) fleet.Manifest {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sandsim fleets with cgroups need root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := fleet.Start(ctx, spec, fleet.Options{})
+	if err != nil {
+		t.Fatalf("start fleet: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("fleet close: %v", err)
+		}
+	})
+	return f.Manifest()
+}
+
+func listJSON(t *testing.T, args ...string) model.Document {
+	t.Helper()
+	code, out, errOut := sandtop(t, append([]string{"list", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("list --json: exit %d: %s", code, errOut)
+	}
+	var doc model.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("list --json output is not a Document: %v\n%s", err, out)
+	}
+	return doc
+}
+
+func find(doc model.Document, id string) *model.SandboxJSON {
+	for i := range doc.Sandboxes {
+		if doc.Sandboxes[i].ID == id {
+			return &doc.Sandboxes[i]
+		}
+	}
+	return nil
+}
+
+func alive(id proc.Identity) bool {
+	got, st, err := proc.ReadIdentity("/proc", id.PID)
+	return err == nil && got.Start == id.Start && st != 'Z'
+}
+
+// TestListJSONFleet checks grouping and every badge against real process
+// trees: members, roots, supervisors, badges and dedicated cgroups.
+func TestListJSONFleet(t *testing.T) {
+	m := startFleet(t, fleet.Spec{
+		Sandboxes: []fleet.SandboxSpec{
+			{Name: "vm-managed", Runtime: fleet.VM0},
+			{Name: "vm-orphan", Runtime: fleet.VM0, Orphan: true},
+			{Name: "box", Runtime: fleet.Boxlite, Detached: true},
+			{Name: "cube-paused", Runtime: fleet.Cube, Pause: fleet.PauseFreeze},
+			{Name: "zombies", Runtime: fleet.Containerd, Zombies: 2},
+			{Name: "escape", Runtime: fleet.Docker, Escape: true},
+			{Name: "shared", Runtime: fleet.Cube},
+			{Name: "stopped", Runtime: fleet.Docker, Pause: fleet.PauseStop},
+		},
+		Bystanders: []fleet.BystanderSpec{{Role: "cgroup-mate", Argv: []string{"cgroup-mate"}, CgroupOf: "shared"}},
+	})
+	doc := listJSON(t)
+	tests := []struct {
+		name      string
+		runtime   string
+		badges    []model.Badge
+		dedicated bool
+		check     func(t *testing.T, sb *model.SandboxJSON, ms *fleet.Sandbox)
+	}{
+		{"vm-managed", "vm0", nil, false, func(t *testing.T, sb *model.SandboxJSON, ms *fleet.Sandbox) {
+			if sb.SupervisorPID != ms.Supervisor.PID {
+				t.Errorf("supervisor_pid %d, want the runner %d", sb.SupervisorPID, ms.Supervisor.PID)
+			}
+		}},
+		{"vm-orphan", "vm0", []model.Badge{model.BadgeOrphan}, false, func(t *testing.T, sb *model.SandboxJSON, _ *fleet.Sandbox) {
+			if sb.SupervisorPID != 0 || !strings.Contains(sb.Supervisor, "no ancestor") {
+				t.Errorf("supervisor %d %q", sb.SupervisorPID, sb.Supervisor)
+			}
+		}},
+		{"box", "boxlite", nil, true, nil},
+		{"cube-paused", "cube", []model.Badge{model.BadgePaused}, true, func(t *testing.T, sb *model.SandboxJSON, _ *fleet.Sandbox) {
+			if !sb.Frozen {
+				t.Error("frozen false")
+			}
+		}},
+		{"zombies", "containerd", []model.Badge{model.BadgeZombie}, true, func(t *testing.T, sb *model.SandboxJSON, _ *fleet.Sandbox) {
+			z := 0
+			for _, p := range sb.Processes {
+				if p.Zombie {
+					z++
+				}
+			}
+			if z != 2 {
+				t.Errorf("%d zombies listed, want 2", z)
+			}
+		}},
+		{"escape", "docker", []model.Badge{model.BadgeOrphan}, true, func(t *testing.T, sb *model.SandboxJSON, ms *fleet.Sandbox) {
+			for _, e := range ms.Role(fleet.RoleEscaped) {
+				for _, p := range sb.Processes {
+					if p.PID == e.PID && !p.Orphan {
+						t.Errorf("escaped %d not marked orphan", p.PID)
+					}
+				}
+			}
+		}},
+		{"shared", "cube", nil, false, nil},
+		{"stopped", "docker", []model.Badge{model.BadgePaused}, true, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := m.Sandbox(tc.name)
+			sb := find(doc, ms.ID)
+			if sb == nil {
+				t.Fatalf("sandbox %s (%s) not listed", tc.name, ms.ID)
+			}
+			if sb.Runtime != tc.runtime || !slices.Equal(sb.Badges, append([]model.Badge{}, tc.badges...)) {
+				t.Errorf("runtime %q badges %v, want %q %v", sb.Runtime, sb.Badges, tc.runtime, tc.badges)
+			}
+			if (sb.Cgroup != "") != tc.dedicated || (tc.dedicated && sb.Cgroup != ms.Cgroup) {
+				t.Errorf("cgroup %q, want dedicated=%v (%s)", sb.Cgroup, tc.dedicated, ms.Cgroup)
+			}
+			var got, want []int
+			for _, p := range sb.Processes {
+				got = append(got, p.PID)
+			}
+			for _, p := range ms.Processes {
+				want = append(want, p.PID)
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("members %v, want %v", got, want)
+			}
+			if sb.RootPID != ms.Root().PID || sb.Processes[0].PID != sb.RootPID {
+				t.Errorf("root %d (first listed %d), want %d", sb.RootPID, sb.Processes[0].PID, ms.Root().PID)
+			}
+			if tc.check != nil {
+				tc.check(t, sb, ms)
+			}
+		})
+	}
+	for _, b := range m.Bystanders {
+		for _, sb := range doc.Sandboxes {
+			for _, p := range sb.Processes {
+				if p.PID == b.PID {
+					t.Errorf("bystander %s (%d) listed in sandbox %s", b.Role, b.PID, sb.ID)
+				}
+			}
+		}
+	}
+}
+
+// TestListNeverShowsPID1OrSandtop: PID 1 here is the machine's agent, whose
+// argv mentions firecracker; neither it nor sandtop is ever a sandbox.
+func TestListNeverShowsPID1OrSandtop(t *testing.T) {
+	doc := listJSON(t, "--all")
+	for _, sb := range doc.Sandboxes {
+		for _, p := range sb.Processes {
+			if p.PID == 1 || p.PID == os.Getpid() {
+				t.Errorf("pid %d listed in sandbox %s", p.PID, sb.ID)
+			}
+		}
+	}
+	if doc.Unattributed != len(doc.UnattributedProcesses) || doc.Unattributed == 0 {
+		t.Errorf("unattributed %d, listed %d", doc.Unattributed, len(doc.UnattributedProcesses))
+	}
+}
+
+// TestListFixture runs list on a fixture /proc tree: deterministic output
+// for odd contents a live host cannot produce.
+func TestListFixture(t *testing.T) {
+	root := filepath.Join("..", "..", "proc", "testdata", "host")
+	code, out, errOut := sandtop(t, "list", "--all", "--tree", "--proc-root", filepath.Join(root, "proc"), "--sys-root", filepath.Join(root, "sys"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"ID", "RUNTIME", "BADGES", "(host)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("colour escapes in piped output")
+	}
+}
+
+func TestRulesCommand(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[[rule]]\nname = \"x\"\nargv = '(?P<id>[a-z]+'\n"), 0o644)
+	code, _, errOut := sandtop(t, "rules", "--check", bad)
+	if code != exitFailure || !strings.Contains(errOut, "bad.toml:3") || !strings.Contains(errOut, `"argv"`) {
+		t.Errorf("rules --check bad: exit %d, %q; want exit 1 naming line 3 and the key", code, errOut)
+	}
+	code, out, _ := sandtop(t, "rules")
+	if code != 0 {
+		t.Fatalf("rules: exit %d", code)
+	}
+	printed := filepath.Join(dir, "printed.toml")
+	os.WriteFile(printed, []byte(out), 0o644)
+	if code, out, errOut := sandtop(t, "rules", "--check", printed); code != 0 || !strings.Contains(out, "OK") {
+		t.Errorf("the printed rules do not check: exit %d %s %s", code, out, errOut)
+	}
+	// A broken rules file stops every command, not just rules --check.
+	if code, _, errOut := sandtop(t, "list", "--rules", bad); code != exitUsage || !strings.Contains(errOut, "bad.toml:3") {
+		t.Errorf("list with a broken rules file: exit %d %q", code, errOut)
+	}
+}
+
+// TestKillCommand covers resolution, confirmation, dry runs, the event
+// stream, exit codes and the audit log, on a real fleet.
+func TestKillCommand(t *testing.T) {
+	const (
+		idA = "aaaa0000000000000000000000000000000000000000000000000000000000a1"
+		idB = "aaaa0000000000000000000000000000000000000000000000000000000000b2"
+	)
+	m := startFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "a", Runtime: fleet.Containerd, ID: idA},
+		{Name: "b", Runtime: fleet.Containerd, ID: idB},
+		{Name: "vm", Runtime: fleet.VM0},
+	}})
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	stillAlive := func(name string) {
+		t.Helper()
+		for _, p := range m.Sandbox(name).Processes {
+			if !alive(p.Identity) && p.Role != fleet.RoleZombie {
+				t.Fatalf("%s: %d %s is gone, but nothing should have been signalled", name, p.PID, p.Comm)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name, errHas string
+		args         []string
+		code         int
+	}{
+		{"unknown ID", `no sandbox ID starts with "ffffdead"`, []string{"kill", "--force", "ffffdead"}, exitUsage},
+		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  " + idA, []string{"kill", "--force", "aaaa"}, exitUsage},
+		{"empty argument", "empty sandbox ID", []string{"kill", "--force", ""}, exitUsage},
+		{"one bad ID stops them all", "no sandbox ID", []string{"kill", "--force", idA, "ffffdead"}, exitUsage},
+		{"no terminal without --force", "use --force", []string{"kill", idA}, exitUsage},
+		{"no target", "needs a sandbox ID", []string{"kill"}, exitUsage},
+		{"the supervisor is refused", "supervisor of sandbox", []string{"kill", "--force", "--pid", strconv.Itoa(m.Sandbox("vm").Supervisor.PID)}, exitUsage},
+		{"pid 1 is refused", "refused pid 1", []string{"kill", "--force", "--pid", "1"}, exitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := sandtop(t, append(tc.args, "--audit-log", audit)...)
+			if code != tc.code || !strings.Contains(errOut, tc.errHas) {
+				t.Errorf("exit %d, stderr %q; want exit %d containing %q", code, errOut, tc.code, tc.errHas)
+			}
+			for _, n := range []string{"a", "b", "vm"} {
+				stillAlive(n)
+			}
+		})
+	}
+	t.Run("dry run prints the plan and signals nothing", func(t *testing.T) {
+		code, out, _ := sandtop(t, "kill", "--dry-run", idA[:len(idA)-1]+"1")
+		if code != 0 || !strings.Contains(out, "target:     "+idA) || !strings.Contains(out, "steps:") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		stillAlive("a")
+	})
+	t.Run("force with JSON events tears down, exits 0 and audits", func(t *testing.T) {
+		code, out, errOut := sandtop(t, "kill", "--force", "--json", "--grace", "1s", "--audit-log", audit, idA[:63])
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+		}
+		var last teardown.Event
+		steps := map[string]bool{}
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
+				t.Fatalf("not a JSON event line: %q", sc.Text())
+			}
+			steps[last.Step] = true
+		}
+		if last.Step != teardown.StepDone || last.Totals == nil || !last.Totals.OK() {
+			t.Errorf("last event %+v, want a successful done", last)
+		}
+		for _, s := range []string{"plan", "pin", "term", "wait", "verify", "cleanup", "done"} {
+			if !steps[s] {
+				t.Errorf("no %s event", s)
+			}
+		}
+		for _, p := range m.Sandbox("a").Processes {
+			if alive(p.Identity) {
+				t.Errorf("%d %s survived", p.PID, p.Comm)
+			}
+		}
+		stillAlive("b")
+		stillAlive("vm")
+		b, err := os.ReadFile(audit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		var rec teardown.AuditRecord
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.Target != idA || rec.Via != "kill" || len(rec.Members) == 0 {
+			t.Errorf("audit log: %q", b)
+		}
+	})
+	t.Run("plain lines", func(t *testing.T) {
+		code, out, _ := sandtop(t, "kill", "--force", "--grace", "0", "--audit-log", audit, "--pid", strconv.Itoa(m.Sandbox("vm").Root().PID))
+		if code != 0 || !strings.Contains(out, "[OK]   kill") || !strings.Contains(out, "[OK]   done") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
+}
+
+// TestRulesHelpExample keeps the worked example in `sandtop help rules`
+// true: it is cut out of the help text, checked, and matched.
+func TestRulesHelpExample(t *testing.T) {
+	long := newRulesCmd(&globals{}).Long
+	i := strings.Index(long, "  [[rule]]")
+	if i < 0 {
+		t.Fatal("no example in the rules help")
+	}
+	var lines []string
+	for _, l := range strings.Split(long[i:], "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "  "))
+	}
+	rules, err := model.ParseRules([]byte(strings.Join(lines, "\n")), "help-example.toml")
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("the help's example does not parse: %v", err)
+	}
+	m, ok := rules.Match(&proc.Process{Argv: []string{"/usr/bin/agentbox", "--box", "b-17"}})
+	if !ok || m.ID != "b-17" {
+		t.Fatalf("the help's example does not match its own runtime: %+v %v", m, ok)
+	}
+	if paths, err := m.CleanupPaths(); err != nil || !slices.Equal(paths, []string{"/var/lib/agentbox/b-17"}) {
+		t.Errorf("cleanup %v %v", paths, err)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+)
+
+func newDemoCmd(g *globals) *cobra.Command {
+	o := &tuiOpts{}
+	scenario := "demo"
+	var seed uint64
+	var manifest string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Open the live screen on a fleet of fake sandboxes made of real processes",
+		Long: `Start a sandsim fleet that shows every case sandtop handles — a healthy
+Firecracker VM with its runner and an orphaned one, a boxlite box with an
+inner pid namespace in its own cgroup, a paused (frozen) Cube sandbox,
+containerd and Docker containers, zombies, a process that ignores SIGTERM,
+one that keeps forking — and open the live screen on it, so you can try
+the kill flow for real. Quitting tears the whole fleet down; so does
+Ctrl-C, a closed terminal, or sandtop dying.
+
+As a normal user there are no cgroups: "paused" sandboxes are SIGSTOPped
+instead, and the demo says so.`,
+		Example: `  sandtop demo
+  sandtop demo --read-only
+  sandtop demo --scenario seeds     # one sandbox per seed case`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Fail before starting a fleet nobody could look at.
+			if _, _, err := terminal(cmd); err != nil {
+				return err
+			}
+			spec, err := fleet.Scenario(scenario)
+			if err != nil {
+				return usageErr(err)
+			}
+			spec.Seed = seed
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			start := time.Now()
+			sctx, cancel := context.WithTimeout(ctx, time.Minute)
+			f, err := fleet.Start(sctx, spec, fleet.Options{Exe: exe})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("demo fleet: %w", err)
+			}
+			// Deferred, so a panic on the way out still tears the fleet
+			// down; should sandtop be killed outright, the fleet's owner
+			// dies with it (PR_SET_PDEATHSIG) and cleans up on its own.
+			defer func() {
+				if err := f.Close(); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "sandtop: demo fleet:", err)
+					return
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "demo fleet torn down: nothing left behind")
+			}()
+			m := f.Manifest()
+			if manifest != "" {
+				b, _ := json.MarshalIndent(m, "", "  ")
+				if err := os.WriteFile(manifest, b, 0o644); err != nil {
+					return fmt.Errorf("demo: %w", err)
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "demo fleet: %d sandboxes started in %s\n", len(m.Sandboxes), time.Since(start).Round(time.Millisecond))
+			for _, n := range m.Notes {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
+			}
+			cmd.SetContext(ctx)
+			return runTUI(cmd, g, o)
+		},
+	}
+	o.addFlags(cmd)
+	cmd.Flags().StringVar(&scenario, "scenario", scenario, "fleet to start: demo, seeds, or bulk:N")
+	// Same IDs on every run, for screenshots.
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed for the fleet's sandbox IDs (0: random)")
+	_ = cmd.Flags().MarkHidden("seed")
+	// What the fleet is made of, for scripts that drive the demo.
+	cmd.Flags().StringVar(&manifest, "manifest", "", "write the fleet's manifest (JSON) to this file")
+	_ = cmd.Flags().MarkHidden("manifest")
+	return cmd
+}

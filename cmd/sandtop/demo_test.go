@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+)
+
+// TestDemoLeavesNothingBehind runs `sandtop demo` in a real terminal (tmux)
+// and ends it three ways — q, Ctrl-C, and SIGKILL of sandtop itself — and
+// checks each time that no process, cgroup or directory of the fleet is
+// left.
+func TestDemoLeavesNothingBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sandtop and runs a fleet")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the demo fleet's cgroups need root")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
+	}
+	bin := filepath.Join(t.TempDir(), "sandtop")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, end := range []string{"q", "ctrl-c", "sigkill"} {
+		t.Run(end, func(t *testing.T) {
+			dir := t.TempDir()
+			manifest := filepath.Join(dir, "manifest.json")
+			session := "sandtop-demo-test-" + strconv.Itoa(os.Getpid()) + "-" + end
+			// The pane runs sandtop through a shell that records its pid,
+			// so the test can name the one process it may SIGKILL.
+			pidFile := filepath.Join(dir, "pid")
+			script := "echo $$ > " + pidFile + "; exec " + bin + " demo --manifest " + manifest
+			// A private tmux server, started by (and so re-parented to) this
+			// test, which is a child subreaper: whatever the demo strands
+			// comes back here to be reaped, not to a PID 1 that does not reap.
+			sock := "-L" + session
+			tmux := func(args ...string) {
+				t.Helper()
+				if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {
+					t.Fatalf("tmux %v: %v\n%s", args, err, out)
+				}
+			}
+			tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "35", script)
+			t.Cleanup(func() { exec.Command("tmux", sock, "kill-server").Run() })
+
+			m := waitManifest(t, manifest)
+			screen := waitScreen(t, sock, session, "sandboxes")
+			if !strings.Contains(screen, "orphan") {
+				t.Errorf("demo screen shows no orphan badge:\n%s", screen)
+			}
+			pid := readPID(t, pidFile)
+			switch end {
+			case "q":
+				tmux("send-keys", "-t", session, "q")
+			case "ctrl-c":
+				tmux("send-keys", "-t", session, "C-c")
+			case "sigkill":
+				// The one process this test started: sandtop, by the pid
+				// its own shell recorded before exec.
+				if err := killOwn(pid, bin); err != nil {
+					t.Fatal(err)
+				}
+			}
+			assertFleetGone(t, m)
+		})
+	}
+}
+
+func waitManifest(t *testing.T, path string) fleet.Manifest {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			var m fleet.Manifest
+			if err := json.Unmarshal(b, &m); err == nil {
+				return m
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the demo wrote no manifest")
+	return fleet.Manifest{}
+}
+
+func waitScreen(t *testing.T, sock, session, want string) string {
+	t.Helper()
+	var screen string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, _ := exec.Command("tmux", sock, "capture-pane", "-p", "-t", session).Output()
+		if screen = string(out); strings.Contains(screen, want) {
+			return screen
+		}
+	}
+	t.Fatalf("screen never showed %q:\n%s", want, screen)
+	return ""
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("bad pid file %q", b)
+	}
+	return pid
+}
+
+// assertFleetGone waits for the fleet to be torn down and checks that none
+// of its processes, cgroups or files is left.
+func assertFleetGone(t *testing.T, m fleet.Manifest) {
+	t.Helper()
+	procs := append(m.Processes(), m.Owner)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var left []string
+		for _, p := range procs {
+			if alive(p.Identity) {
+				left = append(left, strconv.Itoa(p.PID)+" "+p.Comm)
+			}
+		}
+		for _, d := range append(append([]string{}, m.CgroupDirs...), m.Base) {
+			if _, err := os.Stat(d); err == nil {
+				left = append(left, d)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// killOwn SIGKILLs pid through a pidfd, after checking that the process the
+// pidfd holds is the sandtop binary this test built and started.
+func killOwn(pid int, bin string) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	argv, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return err
+	}
+	if got := strings.SplitN(string(argv), "\x00", 2)[0]; got != bin {
+		return fmt.Errorf("pid %d runs %q, not the sandtop under test", pid, got)
+	}
+	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/table"
+	"github.com/spf13/cobra"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/ui/format"
+)
+
+type listOpts struct {
+	json, tree, all bool
+}
+
+func newListCmd(g *globals) *cobra.Command {
+	o := &listOpts{}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the sandboxes on this host",
+		Long: `List every sandbox on this host, one row per sandbox: its ID (shortest unique
+prefix, at least 12 characters), runtime, process count, root PID, CPU time,
+resident memory, age and badges (orphan, zombie, paused).`,
+		Example: `  sandtop list
+  sandtop list --tree
+  sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := g.view()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(v.Document(o.all))
+			}
+			writeList(out, lipgloss.NewRenderer(out), v, o)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.json, "json", false, "print one JSON document (schema in README)")
+	f.BoolVar(&o.tree, "tree", false, "show each sandbox's process tree")
+	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox")
+	return cmd
+}
+
+func writeList(w io.Writer, r *lipgloss.Renderer, v *model.View, o *listOpts) {
+	ids := make([]string, len(v.Sandboxes))
+	for i, sb := range v.Sandboxes {
+		ids[i] = sb.ID
+	}
+	short := model.ShortIDs(ids, model.MinShortID)
+	snap := v.Snapshot
+
+	var rows [][]string
+	kinds := []rowKind{}
+	for _, sb := range v.Sandboxes {
+		var ticks, rss uint64
+		for _, m := range sb.Members {
+			ticks += m.CPUTicks
+			rss += m.RSS
+		}
+		rows = append(rows, []string{
+			short[sb.ID], sb.Runtime, strconv.Itoa(len(sb.Members)), strconv.Itoa(sb.Root.PID),
+			format.CPUTime(float64(ticks) / float64(max(snap.ClockTicks, 1))),
+			format.Bytes(rss), format.Age(v.Time.Sub(snap.StartTime(sb.Root.Process))),
+			badges(sb.Badges),
+		})
+		kinds = append(kinds, rowSandbox)
+		if o.tree {
+			for _, m := range sb.Members {
+				flags := ""
+				if m.Orphan {
+					flags = " [orphan]"
+				}
+				rows = append(rows, []string{
+					"", "", string(m.State), strconv.Itoa(m.PID),
+					format.CPUTime(snap.CPUSeconds(m.Process)), format.Bytes(m.RSS),
+					format.Age(v.Time.Sub(snap.StartTime(m.Process))),
+					format.TreePrefix(m) + format.Command(m.Argv, m.Comm) + flags,
+				})
+				kinds = append(kinds, rowProcess)
+			}
+		}
+	}
+	if o.all && len(v.Unattributed) > 0 {
+		rows = append(rows, []string{"(host)", "-", strconv.Itoa(len(v.Unattributed)), "", "", "", "", "processes in no sandbox"})
+		kinds = append(kinds, rowSandbox)
+		for _, p := range v.Unattributed {
+			rows = append(rows, []string{"", "", string(p.State), strconv.Itoa(p.PID),
+				format.CPUTime(snap.CPUSeconds(p)), format.Bytes(p.RSS),
+				format.Age(v.Time.Sub(snap.StartTime(p))), format.Command(p.Argv, p.Comm)})
+			kinds = append(kinds, rowProcess)
+		}
+	}
+
+	header := r.NewStyle().Bold(true).Padding(0, 1)
+	cell := r.NewStyle().Padding(0, 1)
+	num := cell.Align(lipgloss.Right)
+	dim := cell.Faint(true)
+	t := table.New().
+		BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
+		BorderColumn(false).BorderHeader(false).
+		Headers("ID", "RUNTIME", "PROCS", "ROOT PID", "CPU", "RSS", "AGE", "BADGES").
+		Rows(rows...).
+		StyleFunc(func(row, col int) lipgloss.Style {
+			switch {
+			case row == table.HeaderRow:
+				return header
+			case col >= 2 && col <= 6:
+				return num
+			case kinds[row] == rowProcess && col < 2:
+				return dim
+			}
+			return cell
+		})
+	fmt.Fprintln(w, strings.TrimRight(t.Render(), " "))
+	if n := snap.PartlyUnreadable; n > 0 {
+		fmt.Fprintln(w, format.Unreadable(n))
+	}
+	if len(v.Sandboxes) == 0 {
+		fmt.Fprintf(w, "no sandboxes on %s (%d processes in none; --all lists them)\n", v.Host, len(v.Unattributed))
+	}
+}
+
+type rowKind uint8
+
+const (
+	rowSandbox rowKind = iota
+	rowProcess
+)
+
+func badges(bs []model.Badge) string {
+	s := make([]string, len(bs))
+	for i, b := range bs {
+		s[i] = string(b)
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+)
+
+// readmeCommands returns the command lines of README.md's ```sh blocks,
+// without their comments.
+func readmeCommands(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```sh"):
+			in = true
+		case strings.HasPrefix(line, "```"):
+			in = false
+		case in:
+			if i := strings.Index(line, " # "); i >= 0 {
+				line = line[:i]
+			}
+			if line = strings.TrimSpace(line); line != "" {
+				cmds = append(cmds, line)
+			}
+		}
+	}
+	return cmds
+}
+
+// TestReadmeCommands runs every command README.md shows, so the README
+// cannot rot: sandtop commands in-process against a real fleet (each <ID>
+// and <PID> is a sandbox of it), make targets with -n, the rest as they
+// are. Commands that need a terminal are checked to say so.
+func TestReadmeCommands(t *testing.T) {
+	cmds := readmeCommands(t)
+	if len(cmds) < 15 {
+		t.Fatalf("found only %d commands in README.md", len(cmds))
+	}
+	var ids []string
+	var pids []int
+	if os.Geteuid() == 0 {
+		var specs []fleet.SandboxSpec
+		for range 6 {
+			specs = append(specs, fleet.SandboxSpec{Runtime: fleet.Containerd})
+		}
+		m := startFleet(t, fleet.Spec{Sandboxes: specs})
+		for _, sb := range m.Sandboxes {
+			ids = append(ids, sb.ID)
+			pids = append(pids, sb.Root().PID)
+		}
+	}
+	// The kill lines must not write to the host's real audit log.
+	t.Setenv("SANDTOP_AUDIT_LOG", filepath.Join(t.TempDir(), "audit.jsonl"))
+	// `rules --check rules.toml` checks the README's own home-grown example.
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("rules.toml", []byte(homeGrownRule(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs(filepath.Join(testRoot, "..", ".."))
+
+	for _, line := range cmds {
+		t.Run(line, func(t *testing.T) {
+			fields := strings.Fields(line)
+			switch fields[0] {
+			case "make":
+				cmd := exec.Command("make", "-n", fields[1])
+				cmd.Dir = root
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("make -n %s: %v\n%s", fields[1], err, out)
+				}
+			case "go":
+				runGo(t, root, fields[1:])
+			case "sandtop":
+				runReadmeSandtop(t, fields[1:], &ids, &pids)
+			default:
+				t.Fatalf("README shows a command this test does not know how to run: %q", line)
+			}
+		})
+	}
+}
+
+// testRoot is this package's directory, captured before the test changes
+// into a temporary one.
+var testRoot, _ = os.Getwd()
+
+func runGo(t *testing.T, root string, args []string) {
+	t.Helper()
+	switch {
+	case args[0] == "install":
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOBIN="+t.TempDir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("go %v: %v\n%s", args, err, out)
+		}
+	case args[0] == "run" && args[1] == "./cmd/sandsim":
+		if os.Geteuid() != 0 {
+			t.Skip("a fleet with cgroups needs root")
+		}
+		// sandsim runs its fleet until its stdin closes: here at once.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = root
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "sandboxes") {
+			t.Errorf("go %v: %v\n%s", args, err, out)
+		}
+	default:
+		t.Fatalf("unknown go command %v", args)
+	}
+}
+
+func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
+	t.Helper()
+	var expect []string // what stdout must contain
+	for i, a := range args {
+		switch a {
+		case "<ID>", "<PID>":
+			if len(*ids) == 0 {
+				t.Skip("needs a fleet (root)")
+			}
+			if a == "<ID>" {
+				args[i] = (*ids)[0]
+			} else {
+				args[i] = strconv.Itoa((*pids)[0])
+			}
+			*ids, *pids = (*ids)[1:], (*pids)[1:]
+		case ">":
+			args = args[:i] // the redirection: stdout is checked below
+			expect = append(expect, "sandtop")
+		}
+	}
+	code, out, errOut := sandtop(t, args...)
+	want := 0
+	// Commands that need a terminal must say so; the live screen itself
+	// is tested in ui/ and by TestDemoLeavesNothingBehind.
+	interactive := len(args) == 0 || args[0] == "watch" || args[0] == "demo" ||
+		(args[0] == "kill" && !strings.Contains(strings.Join(args, " "), "--force") && !strings.Contains(strings.Join(args, " "), "--dry-run"))
+	if interactive {
+		want = exitUsage
+		expect = nil
+		if !strings.Contains(errOut, "terminal") {
+			t.Errorf("stderr %q does not say a terminal is needed", errOut)
+		}
+	}
+	if code != want {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+	for _, e := range expect {
+		if !strings.Contains(out, e) {
+			t.Errorf("stdout lacks %q:\n%s", e, out)
+		}
+	}
+}
+
+// homeGrownRule is the README's home-grown runtime example: the TOML block
+// that follows "A home-grown runtime".
+func homeGrownRule(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "**A home-grown runtime.**")
+	if i < 0 {
+		t.Fatal("README has no home-grown runtime example")
+	}
+	s = s[i:]
+	start := strings.Index(s, "```toml\n")
+	end := strings.Index(s[start+8:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("no toml block after the home-grown runtime heading")
+	}
+	return s[start+8 : start+8+end]
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/ui"
+)
+
+// The read-only torture check (issue 7). ui/readonly_test.go proves, on the
+// model, that read-only mode has a nil killer and that no bound key reaches
+// one; this test proves it on the real program: `sandtop watch` on a real
+// terminal (tmux), beside a real fleet, fed every bound key and a random
+// key stream, under strace. No signal may leave the process, and no pidfd
+// may be opened (Pin, the engine's first step, is the only pidfd_open in
+// sandtop): the engine never ran.
+
+const envWatchChild = "SANDTOP_TORTURE_WATCH_CHILD"
+
+// TestReadOnlyWatchChild is the program under test: `sandtop watch`.
+func TestReadOnlyWatchChild(t *testing.T) {
+	if os.Getenv(envWatchChild) == "" {
+		t.Skip("runs only under TestTortureReadOnlyWatch")
+	}
+	if code := run([]string{"watch", "--interval", "100ms"}, os.Stdin, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("sandtop watch: exit %d", code)
+	}
+}
+
+// tmuxKey turns a bubbletea key name into tmux send-keys arguments.
+func tmuxKey(k string) []string {
+	named := map[string]string{
+		"up": "Up", "down": "Down", "left": "Left", "right": "Right", "pgup": "PPage", "pgdown": "NPage",
+		"home": "Home", "end": "End", "enter": "Enter", "esc": "Escape", "tab": "Tab", "shift+tab": "BTab",
+		" ": "Space", "backspace": "BSpace", "delete": "DC",
+	}
+	switch {
+	case named[k] != "":
+		return []string{named[k]}
+	case strings.HasPrefix(k, "ctrl+"):
+		return []string{"C-" + strings.TrimPrefix(k, "ctrl+")}
+	case len(k) > 1 && k[0] == 'f':
+		if _, err := strconv.Atoi(k[1:]); err == nil {
+			return []string{strings.ToUpper(k)}
+		}
+	}
+	return []string{"-l", k}
+}
+
+// boundKeys lists every key of every binding but Quit's, by reflection, so
+// a binding added later is covered too.
+func boundKeys(t *testing.T) (keys, quit []string) {
+	t.Helper()
+	km := reflect.ValueOf(ui.DefaultKeyMap())
+	for i := range km.NumField() {
+		b, ok := km.Field(i).Interface().(key.Binding)
+		if !ok {
+			continue
+		}
+		if km.Type().Field(i).Name == "Quit" {
+			quit = append(quit, b.Keys()...)
+		} else {
+			keys = append(keys, b.Keys()...)
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatal("no key bindings found")
+	}
+	return keys, quit
+}
+
+// signalCall matches the strace lines of calls that send a signal.
+var signalCall = regexp.MustCompile(`^(\d+)\s+(kill|tkill|tgkill|pidfd_send_signal|rt_sigqueueinfo|rt_tgsigqueueinfo|pidfd_open)\(([^)]*)\)`)
+
+func TestTortureReadOnlyWatch(t *testing.T) {
+	for _, tool := range []string{"strace", "tmux"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (make torture installs it)", tool)
+		}
+	}
+	startFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "vm", Runtime: fleet.VM0},
+		{Name: "orphan", Runtime: fleet.Containerd, Orphan: true},
+		{Name: "paused", Runtime: fleet.Cube, Pause: fleet.PauseFreeze},
+	}})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "strace.out")
+	// A tmux server of our own (-L), so that nothing else's sessions are
+	// touched, and killed by name of that socket only.
+	sock := fmt.Sprintf("sandtop-torture-%d", os.Getpid())
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = tmux("kill-server") })
+	prog := fmt.Sprintf("env %s=1 TERM=xterm-256color strace -f -qq -o %s -e trace=kill,tkill,tgkill,pidfd_send_signal,rt_sigqueueinfo,rt_tgsigqueueinfo,pidfd_open,exit_group %s -test.run='^TestReadOnlyWatchChild$' -test.count=1 2>%s",
+		envWatchChild, trace, self, filepath.Join(dir, "stderr"))
+	if out, err := tmux("new-session", "-d", "-s", "watch", "-x", "120", "-y", "40", prog); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	screen := func() string { out, _ := tmux("capture-pane", "-p", "-t", "watch"); return out }
+	waitScreen := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(screen(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("screen never showed %q:\n%s", want, screen())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitScreen("READ-ONLY")
+
+	keys, quit := boundKeys(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("key stream seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	// Every bound key twice, in order, then a random stream of bound keys
+	// and stray characters (y, n and Enter for any confirmation).
+	stream := append(append([]string{}, keys...), keys...)
+	extra := []string{"y", "Y", "n", "x", "1", "enter", "esc", "K", "f9", " "}
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	for range n {
+		if rng.IntN(3) == 0 {
+			stream = append(stream, extra[rng.IntN(len(extra))])
+		} else {
+			stream = append(stream, keys[rng.IntN(len(keys))])
+		}
+	}
+	for i, k := range stream {
+		if out, err := tmux(append([]string{"send-keys", "-t", "watch"}, tmuxKey(k)...)...); err != nil {
+			t.Fatalf("send %q (key %d): %v: %s", k, i, err, out)
+		}
+		if i%20 == 0 {
+			time.Sleep(20 * time.Millisecond) // let refreshes interleave
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, k := range []string{"esc", "esc", quit[0]} {
+		_, _ = tmux(append([]string{"send-keys", "-t", "watch"}, tmuxKey(k)...)...)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := tmux("has-session", "-t", "watch"); err != nil {
+			break // the program quit and took its session along
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandtop watch did not quit on %q:\n%s", quit[0], screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatalf("strace output: %v", err)
+	}
+	own := map[string]bool{} // the traced process's threads
+	lines := strings.Split(string(data), "\n")
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 {
+			own[f[0]] = true
+		}
+	}
+	var runtimeSignals, foreign int
+	for _, l := range lines {
+		m := signalCall.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		args := strings.Split(m[3], ", ")
+		switch m[2] {
+		case "tgkill", "tkill":
+			// The Go runtime preempts its own threads with SIGURG.
+			if own[args[0]] && (m[2] == "tkill" || own[args[1]]) {
+				runtimeSignals++
+				continue
+			}
+		case "kill":
+			if own[args[0]] {
+				runtimeSignals++
+				continue
+			}
+		}
+		foreign++
+		t.Errorf("read-only mode made a signal call: %s", l)
+	}
+	t.Logf("TORTURE readonly: keys_sent=%d own_thread_signals=%d foreign_signal_calls=%d pidfd_opens=%d",
+		len(stream), runtimeSignals, foreign, strings.Count(string(data), "pidfd_open("))
+	if len(own) == 0 {
+		t.Error("strace recorded nothing: the check proved nothing")
+	}
+}

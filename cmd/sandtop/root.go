@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Exit codes, shared by every subcommand and documented in README.md.
+const (
+	exitOK      = 0
+	exitFailure = 1 // something survived, a step failed, a check failed
+	exitUsage   = 2 // bad flags or arguments, an ID that does not resolve
+)
+
+// exitError carries an exit code up to run, which owns the process exit.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	procRoot  string
+	sysRoot   string
+	rulesPath string
+	noPresets bool
+}
+
+func run(args []string, in io.Reader, out, errOut io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(errOut, "sandtop:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "sandtop",
+		Short: "See and safely tear down sandbox process trees",
+		Long: `sandtop finds the sandboxes on this host (Firecracker microVMs, bwrap boxes,
+containerd shims, containers), groups their processes by sandbox ID with
+orphan, zombie and paused badges, and tears them down safely.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	tui := &tuiOpts{}
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return runTUI(cmd, g, tui) }
+	tui.addFlags(root)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.procRoot, "proc-root", "/proc", "where procfs is mounted (fixture trees in tests)")
+	pf.StringVar(&g.sysRoot, "sys-root", "", "prefix for cgroup mount points (fixture trees in tests)")
+	_ = pf.MarkHidden("sys-root")
+	pf.StringVar(&g.rulesPath, "rules", "", "rules file (default $XDG_CONFIG_HOME/sandtop/rules.toml, then /etc/sandtop/rules.toml)")
+	pf.BoolVar(&g.noPresets, "no-presets", false, "use only the rules file, not the built-in presets")
+	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g))
+	return root
+}
+
+// rules loads the effective rules: the user's file first, then the presets.
+func (g *globals) rules() (model.Rules, error) {
+	path, err := model.RulesPath(g.rulesPath)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	var user model.Rules
+	if path != "" {
+		if user, err = model.LoadRulesFile(path); err != nil {
+			return nil, usageErr(err)
+		}
+	}
+	rules := model.Effective(user, !g.noPresets)
+	if len(rules) == 0 {
+		return nil, usageErr(errors.New("no rules: --no-presets needs a rules file"))
+	}
+	return rules, nil
+}
+
+func (g *globals) scanner() (*proc.Scanner, error) {
+	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", g.procRoot, err)
+	}
+	return s, nil
+}
+
+// view scans once and groups the result.
+func (g *globals) view() (*model.View, error) {
+	rules, err := g.rules()
+	if err != nil {
+		return nil, err
+	}
+	return g.viewWith(rules)
+}
+
+func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
+	s, err := g.scanner()
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return scanView(s, rules)
+}
+
+func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
+	snap, err := s.Scan()
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	return model.Build(snap, rules, nil), nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandtop/sandtop/model"
+)
+
+func newRulesCmd(g *globals) *cobra.Command {
+	var check string
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "Print the effective rules, or check a rules file",
+		Long: `Print the rules sandtop uses, as a TOML file: the rules file's rules first,
+then the built-in presets (unless --no-presets). With --check FILE, validate a
+rules file and report every error with its line and key.
+
+THE RULES FILE
+
+sandtop reads --rules FILE, else $XDG_CONFIG_HOME/sandtop/rules.toml, else
+/etc/sandtop/rules.toml. Its rules are tried before the presets, in order;
+the first rule that matches a process claims it. A broken file stops sandtop
+with the file, line and key of every error.
+
+Each [[rule]] table says how one runtime's processes look. Every matcher
+given must match; the sandbox ID is the named group (?P<id>…) of whichever
+matcher captured it, or the value of flag.
+
+  name          shown as the sandbox's runtime (required)
+  exe           regex on argv[0], then on the exe path
+  comm          regex on /proc/PID/comm (15 bytes: prefer exe or argv)
+  argv          regex on argv joined by spaces
+  exclude_argv  the rule does not match when this regex matches argv
+  flag          the ID is this flag's value: "--id X" or "--id=X"
+  cgroup        regex on the cgroup v2 path (the v1 freezer path without v2)
+  cwd           regex on the working directory
+  id_transform  "underscore-to-dash" or "systemd-unescape", applied to the ID
+  process_group true: the matched process's whole process group joins
+  supervisor    { ancestor = 'regex on an ancestor's argv' } (16 levels up)
+                or { socket_flag = "-address" } (alive while it listens);
+                a sandbox whose supervisor is gone is an orphan
+  cleanup       paths removed after killing an orphan; {id} and any other
+                named group are filled in; a path is used only when it is
+                absolute, clean, and has the ID as one of its components
+
+A home-grown runtime that starts "agentbox --box <id>" under a daemon
+"agentd" and keeps its files in /var/lib/agentbox/<id>:
+
+  [[rule]]
+  name = "agentbox"
+  exe = '(^|/)agentbox$'
+  flag = "--box"
+  supervisor = { ancestor = '(^|/)agentd( |$)' }
+  cleanup = ["/var/lib/agentbox/{id}"]`,
+		Example: `  sandtop help rules                        # this text
+  sandtop rules
+  sandtop rules --check ./rules.toml
+  sandtop rules > /etc/sandtop/rules.toml   # start from the presets`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			if check != "" {
+				rs, err := model.LoadRulesFile(check)
+				if err != nil {
+					return &exitError{code: exitFailure, err: err}
+				}
+				fmt.Fprintf(out, "%s: %d rules, OK\n", check, len(rs))
+				return nil
+			}
+			rs, err := g.rules()
+			if err != nil {
+				return err
+			}
+			return rs.WriteTOML(out)
+		},
+	}
+	cmd.Flags().StringVar(&check, "check", "", "validate this rules file and exit")
+	return cmd
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/teardown"
+	"github.com/sandtop/sandtop/ui"
+)
+
+// tuiOpts are the flags of the live screen.
+type tuiOpts struct {
+	interval time.Duration
+	readOnly bool
+	grace    time.Duration
+	audit    string
+	all      bool
+}
+
+func (o *tuiOpts) addFlags(cmd *cobra.Command) {
+	o.addViewFlags(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&o.readOnly, "read-only", false, "never signal anything: the kill keys are disabled (same as `sandtop watch`)")
+	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "graceful teardown: wait this long after SIGTERM before SIGKILL (0: start on immediate SIGKILL)")
+	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
+}
+
+// addViewFlags are the flags `watch` shares with the root command.
+func (o *tuiOpts) addViewFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.DurationVar(&o.interval, "interval", ui.DefaultInterval, "time between refreshes (+ and - change it live)")
+	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox, as one host group (key a)")
+}
+
+func newWatchCmd(g *globals) *cobra.Command {
+	o := &tuiOpts{readOnly: true}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "The live screen in read-only mode: look, never kill",
+		Long: `Open the live screen without any way to signal a process: the teardown
+engine is not even constructed, and the kill keys are disabled. Use it on
+hosts where looking is all you mean to do, or to hand the screen to someone.`,
+		Example: `  sandtop watch
+  sandtop watch --interval 5s --all`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTUI(cmd, g, o) },
+	}
+	o.addViewFlags(cmd)
+	return cmd
+}
+
+// uiOptions wires the screen: a scanner-backed source always, and the
+// teardown engine only when killing is allowed. Read-only means no engine
+// at all, not an engine nobody calls.
+func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui.Options, error) {
+	opts := ui.Options{
+		Source:   ui.NewScanSource(sc, rules),
+		ReadOnly: o.readOnly,
+		Interval: o.interval,
+		Grace:    o.grace,
+		ShowHost: o.all,
+	}
+	if o.readOnly {
+		return opts, nil
+	}
+	// The engine verifies with the screen's own scanner: its cache is warm,
+	// so a verify round costs a steady refresh, not a cold read of the host.
+	eng, err := teardown.New(teardown.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Rules: rules, Scanner: sc})
+	if err != nil {
+		return ui.Options{}, err
+	}
+	opts.Killer = ui.NewEngineKiller(eng, teardown.DefaultDeadline)
+	opts.AuditPath = o.audit
+	if opts.AuditPath == "" {
+		opts.AuditPath = teardown.DefaultAuditPath()
+	}
+	return opts, nil
+}
+
+func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
+	if o.interval < 100*time.Millisecond {
+		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
+	}
+	if o.grace < 0 {
+		return usageErr(fmt.Errorf("--grace %s: must not be negative", o.grace))
+	}
+	in, out, err := terminal(cmd)
+	if err != nil {
+		return err
+	}
+	rules, err := g.rules()
+	if err != nil {
+		return err
+	}
+	sc, err := g.scanner()
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+
+	opts, err := o.uiOptions(g, rules, sc)
+	if err != nil {
+		return err
+	}
+	// Ask the terminal for its background before bubbletea owns stdin:
+	// the adaptive colors need the answer, and the query reads stdin.
+	lipgloss.HasDarkBackground()
+
+	m := ui.New(opts)
+	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
+	// Teardowns still running were cancelled by the quit; wait until each
+	// has thawed what it froze and written its audit record.
+	m.Shutdown()
+	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		return fmt.Errorf("tui: %w", err)
+	}
+	return nil
+}
+
+// terminal returns the command's stdin and stdout when both are a terminal,
+// which the live screen needs.
+func terminal(cmd *cobra.Command) (in, out *os.File, err error) {
+	in, inOK := cmd.InOrStdin().(*os.File)
+	out, outOK := cmd.OutOrStdout().(*os.File)
+	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
+		return nil, nil, usageErr(errors.New("the live screen needs a terminal: use `sandtop list` (or `list --json`) in scripts"))
+	}
+	return in, out, nil
+}

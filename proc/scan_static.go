@@ -1,0 +1,134 @@
+package proc
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// A cold scan reads five files per process besides stat, and each costs
+// the kernel more than the system call around it (status walks the task's
+// memory counters, cgroup renders a path per hierarchy). The work is
+// independent per process, so it is spread over up to maxReadWorkers
+// goroutines, like the stat reads (pidTable.readAll): on the 2-core
+// machines of issue 6 two of them cut a cold scan at 10,000 processes to
+// about 0.55× (BenchmarkScanCold, workers=1 against the default). A steady
+// refresh has no new identities and reads none of these files.
+
+// maxReadWorkers bounds the goroutines reading /proc; beyond a few, procfs
+// lookups contend in the kernel, and a refresh should not take over a
+// large host.
+const maxReadWorkers = 4
+
+// staticBatch is how many processes a worker takes at a time, and the
+// fewest new identities for which another goroutine is worth starting.
+const staticBatch = 32
+
+// readStatics fills the static fields of every process the stat pass found:
+// from the cache for known identities, else read from /proc (in parallel
+// when there are enough of them), and caches what it read. A process that
+// vanished meanwhile is marked gone.
+func (s *Scanner) readStatics(kthreadd bool) {
+	todo := s.todo[:0]
+	for i := range s.found {
+		f := &s.found[i]
+		if f.gone {
+			continue
+		}
+		if e := s.cache.lookup(f.st.identity(), f.st.comm, f.st.startCode); e != nil {
+			e.gen = s.gen
+			f.entry = e
+			continue
+		}
+		todo = append(todo, i)
+	}
+	s.todo = todo
+	if len(todo) == 0 {
+		return
+	}
+	workers := min(s.readWorkers(), (len(todo)+staticBatch-1)/staticBatch)
+	for len(s.readers) < max(workers, 1) {
+		s.readers = append(s.readers, newStaticReader())
+	}
+	var next atomic.Int64
+	work := func(r *staticReader) {
+		for {
+			end := int(next.Add(staticBatch))
+			start := end - staticBatch
+			if start >= len(todo) {
+				return
+			}
+			for _, i := range todo[start:min(end, len(todo))] {
+				f := &s.found[i]
+				f.entry = &cacheEntry{gen: s.gen}
+				f.entry.static, f.gone = r.read(s.root, &f.st, f.st.kernel(kthreadd), s.mounts)
+			}
+		}
+	}
+	if workers <= 1 {
+		work(s.readers[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, r := range s.readers[:workers] {
+			wg.Go(func() { work(r) })
+		}
+		wg.Wait()
+	}
+	for _, r := range s.readers {
+		s.reads.add(r.n)
+		r.n = readCounts{}
+	}
+	for _, i := range todo {
+		if f := &s.found[i]; !f.gone {
+			s.strings.internStatic(&f.entry.static)
+			s.cache.store(f.st.identity(), f.entry)
+		}
+	}
+	s.strings.trim(s.cache.len())
+}
+
+// interner shares one copy of the strings many processes have alike: the
+// exe of every `sleep` of a fleet, the cgroup of every process of a
+// container. The cache keeps those strings for each live process, and at
+// 10,000 processes the copies were 2 MB of heap.
+type interner struct {
+	m map[string]string
+}
+
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return s
+	}
+	if in.m == nil {
+		in.m = map[string]string{}
+	}
+	if t, ok := in.m[s]; ok {
+		return t
+	}
+	in.m[s] = s
+	return s
+}
+
+func (in *interner) internStatic(sf *static) {
+	sf.exe = in.intern(sf.exe)
+	sf.cwd = in.intern(sf.cwd)
+	sf.cgroup = in.intern(sf.cgroup)
+	sf.freezer = in.intern(sf.freezer)
+}
+
+// trim forgets the table once it has grown well past the live processes'
+// strings, so it cannot grow without bound as processes come and go; the
+// strings themselves stay with the processes that use them.
+func (in *interner) trim(live int) {
+	if len(in.m) > 4*live+1024 {
+		in.m = nil
+	}
+}
+
+// readWorkers is how many goroutines may read stat and static files.
+func (s *Scanner) readWorkers() int {
+	if s.workers > 0 {
+		return s.workers
+	}
+	return min(runtime.GOMAXPROCS(0), maxReadWorkers)
+}

@@ -1,0 +1,435 @@
+// Package ui is sandtop's live screen: a bubbletea program that shows the
+// sandboxes of a host as an expandable tree and tears them down through a
+// Killer. It renders model.Views and teardown events; every scan and every
+// teardown runs in a tea.Cmd, never in Update.
+package ui
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/spinner"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/ui/format"
+)
+
+// The smallest terminal the screen is drawn on; below it the screen says
+// so instead of drawing a broken table.
+const (
+	minWidth  = fixedW + minIDW + minRestW + 1
+	minHeight = 12
+)
+
+// DefaultInterval is the refresh interval when Options.Interval is 0.
+const DefaultInterval = time.Second
+
+// Options configure the TUI.
+type Options struct {
+	Source Source
+	// Killer tears down; nil makes the TUI read-only.
+	Killer Killer
+	// ReadOnly drops Killer even when one is given.
+	ReadOnly bool
+	// Interval between refreshes (DefaultInterval when 0).
+	Interval time.Duration
+	// Grace is the graceful strategy's wait after SIGTERM; 0 starts every
+	// confirmation on immediate SIGKILL.
+	Grace time.Duration
+	// AuditPath is where each teardown is appended as a JSON line.
+	AuditPath string
+	// ShowHost starts with the host group (processes in no sandbox) shown.
+	ShowHost bool
+	// LookupUser names a uid (LookupUser when nil); called from a Cmd.
+	LookupUser func(uid int) string
+	// Styles (DefaultStyles when nil).
+	Styles *Styles
+}
+
+type mode uint8
+
+const (
+	modeNormal mode = iota
+	modeFilter
+	modeSearch
+	modeConfirm
+)
+
+// Model is the root model: it routes messages to the parts of the screen
+// and owns the modes (normal, filter, search, confirm) and the refresh loop.
+type Model struct {
+	src       Source
+	killer    Killer
+	keys      KeyMap
+	styles    *Styles
+	help      help.Model
+	grace     time.Duration
+	auditPath string
+	lookup    func(int) string
+
+	width, height int
+
+	view    *model.View
+	pending *viewMsg // the newest scan, held while a confirmation is open
+	scanErr error
+	sum     summary
+	users   map[int]string
+	cpu     *cpuSampler
+
+	table      table
+	detail     detail
+	showDetail bool
+	detailH    int
+	expanded   map[string]bool
+	tags       map[rowKey]bool
+	sort       sortKey
+	tree       bool
+	showHost   bool
+	filterQ    string
+	flt        filter
+	shown      int // sandboxes that pass the filter
+
+	mode    mode
+	input   textinput.Model // the filter or search line
+	confirm *confirm
+	panel   teardownPanel
+	panelH  int
+
+	runs      *runs
+	batches   map[int]*batch
+	busy      map[proc.Identity]int // members of running teardowns
+	nextBatch int
+
+	interval time.Duration
+	tickGen  int
+	scanning bool
+	// tick arms the next refresh (tickCmd; tests that drive Update by hand
+	// replace it, having no use for a timer).
+	tick func(time.Duration, int) tea.Cmd
+
+	status    string
+	statusErr bool
+	quitArmed bool
+}
+
+// New makes the root model.
+func New(o Options) *Model {
+	s := o.Styles
+	if s == nil {
+		s = DefaultStyles()
+	}
+	m := &Model{
+		src:       o.Source,
+		killer:    o.Killer,
+		keys:      DefaultKeyMap(),
+		styles:    s,
+		help:      help.New(),
+		grace:     o.Grace,
+		auditPath: o.AuditPath,
+		lookup:    o.LookupUser,
+		cpu:       &cpuSampler{},
+		table:     table{styles: s},
+		detail:    detail{styles: s},
+		expanded:  map[string]bool{},
+		tags:      map[rowKey]bool{},
+		tree:      true,
+		showHost:  o.ShowHost,
+		panel:     newTeardownPanel(s),
+		runs:      newRuns(),
+		batches:   map[int]*batch{},
+		busy:      map[proc.Identity]int{},
+		interval:  cmp.Or(o.Interval, DefaultInterval),
+		tick:      tickCmd,
+	}
+	if m.lookup == nil {
+		m.lookup = LookupUser
+	}
+	if o.ReadOnly {
+		m.killer = nil
+	}
+	if m.killer == nil {
+		m.keys.readOnly()
+	}
+	m.help.Styles = s.Help
+	m.input = textinput.New()
+	m.input.CharLimit = 256
+	// The cursor blinks only if bubbletea routes its blink messages back;
+	// a steady one repaints nothing while the operator reads.
+	m.input.Cursor.SetMode(cursor.CursorStatic)
+	return m
+}
+
+// ReadOnly reports whether the model has no way to tear anything down.
+func (m *Model) ReadOnly() bool { return m.killer == nil }
+
+// Shutdown cancels the teardowns still running and waits until each has
+// thawed what it froze and written its audit record. Call it after the
+// program returns.
+func (m *Model) Shutdown() { m.runs.shutdown() }
+
+// Init starts the first scan; the refresh tick is armed when it returns.
+func (m *Model) Init() tea.Cmd {
+	m.scanning = true
+	return scanCmd(m.src, m.users, m.lookup)
+}
+
+// Update routes one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tickMsg:
+		if msg.gen == m.tickGen && !m.scanning {
+			m.scanning = true
+			cmd = scanCmd(m.src, m.users, m.lookup)
+		}
+	case viewMsg:
+		cmd = m.scanned(msg)
+	case plansMsg:
+		m.openConfirm(msg)
+	case teardownEventMsg:
+		m.panel.event(msg.ev)
+		cmd = m.rearm(msg.batch)
+	case teardownPlanDoneMsg:
+		m.panel.planDone(msg)
+		cmd = m.rearm(msg.batch)
+	case teardownBatchDoneMsg:
+		cmd = m.batchDone(msg.batch)
+	case spinner.TickMsg:
+		cmd = m.panel.tick(msg)
+	case tea.KeyMsg:
+		cmd = m.keyPress(msg)
+	}
+	m.layout()
+	return m, cmd
+}
+
+// keyPress undoes bubbletea's reading of an esc that arrives together with
+// the next key as alt+key (esc esc reads as alt+esc, esc q as alt+q):
+// sandtop binds no alt keys, and an operator who hits esc then q means both.
+func (m *Model) keyPress(msg tea.KeyMsg) tea.Cmd {
+	if msg.Alt && (msg.Type == tea.KeyEsc || msg.Type == tea.KeyRunes) {
+		esc := m.key(tea.KeyMsg{Type: tea.KeyEsc})
+		msg.Alt = false
+		return tea.Batch(esc, m.key(msg))
+	}
+	return m.key(msg)
+}
+
+// scanned takes a finished scan and arms the next tick.
+func (m *Model) scanned(msg viewMsg) tea.Cmd {
+	m.scanning = false
+	m.tickGen++
+	next := m.tick(m.interval, m.tickGen)
+	switch {
+	case msg.err != nil:
+		m.scanErr = msg.err
+	case m.mode == modeConfirm:
+		// The operator is reading a plan made from the current list: it
+		// must not change under them.
+		m.pending = &msg
+	default:
+		m.apply(msg)
+	}
+	return next
+}
+
+func (m *Model) apply(msg viewMsg) {
+	m.view, m.users, m.scanErr = msg.view, msg.users, nil
+	m.cpu.update(msg.view.Snapshot)
+	m.sum = summarize(msg.view)
+	m.pruneTags()
+	m.rebuild()
+}
+
+// refreshNow starts a scan unless one is running, and replaces the tick
+// chain: the next tick is armed when the scan returns.
+func (m *Model) refreshNow() tea.Cmd {
+	if m.scanning {
+		return nil
+	}
+	m.scanning = true
+	m.tickGen++
+	return scanCmd(m.src, m.users, m.lookup)
+}
+
+// rebuild flattens the view into rows again; the cursor follows identity.
+func (m *Model) rebuild() {
+	keep, had := rowKey{}, false
+	if r := m.table.selected(); r != nil {
+		keep, had = r.key, true
+	}
+	rows := buildRows(rowsInput{
+		view: m.view, cpu: m.cpu, sort: m.sort, tree: m.tree, host: m.showHost,
+		filter: m.flt, expanded: m.expanded,
+	})
+	m.shown = 0
+	for i := range rows {
+		if rows[i].kind == rowSandbox {
+			m.shown++
+		}
+	}
+	m.table.setRows(rows, keep, had)
+}
+
+// pruneTags forgets tags on targets that are gone, so a kill never aims
+// at something the operator can no longer see.
+func (m *Model) pruneTags() {
+	for k := range m.tags {
+		if k.isProcess() {
+			if p := m.view.Snapshot.ByPID[k.id.PID]; p == nil || p.Start != k.id.Start {
+				delete(m.tags, k)
+			}
+		} else if m.view.Sandbox(k.sandbox) == nil {
+			delete(m.tags, k)
+		}
+	}
+}
+
+func (m *Model) setStatus(s string, isErr bool) { m.status, m.statusErr = s, isErr }
+
+// layout sizes the parts of the screen from the window and the open panes.
+func (m *Model) layout() {
+	m.help.Width = m.width
+	if m.tooSmall() {
+		return
+	}
+	body := m.height - headerHeight - 1 - lipgloss.Height(m.helpView())
+	// The table gets the rows it has, up to three fifths of the body; the
+	// open panes share the rest, the log first.
+	spare := max(body-min(len(m.table.rows)+1, body*3/5), 0)
+	panelWant, detailWant := 0, 0
+	if m.panel.open {
+		panelWant = max(len(m.panel.lines)+3, 8)
+	}
+	if m.showDetail {
+		detailWant = m.detail.height(m.table.selected(), m.rowCtx(), m.width)
+	}
+	m.panelH = min(panelWant, spare)
+	if detailWant > 0 && panelWant > 0 {
+		m.panelH = min(panelWant, max(spare/2, spare-detailWant))
+	}
+	m.detailH = min(detailWant, spare-m.panelH)
+	// A pane of fewer than four rows shows nothing useful.
+	if m.panelH < 4 {
+		m.panelH = 0
+	}
+	if m.detailH < 4 {
+		m.detailH = 0
+	}
+	m.table.setSize(m.width, max(body-m.panelH-m.detailH-1, 1))
+	if m.panelH > 0 {
+		m.panel.setSize(m.width, m.panelH)
+	}
+}
+
+func (m *Model) tooSmall() bool { return m.width < minWidth || m.height < minHeight }
+
+func (m *Model) helpView() string {
+	var v string
+	switch {
+	case m.mode == modeConfirm:
+		v = m.help.ShortHelpView(m.confirm.keys.ShortHelp())
+	case m.mode == modeFilter || m.mode == modeSearch:
+		v = m.help.ShortHelpView(newInputKeys(m.mode == modeSearch).ShortHelp())
+	case m.panel.open && m.panel.focused:
+		v = m.help.ShortHelpView(panelKeys{KeyMap: m.keys, running: m.panel.running > 0}.ShortHelp())
+	default:
+		v = m.help.View(m.keys)
+	}
+	// help.Model adds an item it has no room for when not even its
+	// ellipsis fits; cut every line to the window.
+	lines := strings.Split(v, "\n")
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.width, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// View draws the screen.
+func (m *Model) View() string {
+	if m.width == 0 {
+		return ""
+	}
+	if m.tooSmall() {
+		msg := fmt.Sprintf("terminal too small: %d×%d, sandtop needs at least %d×%d", m.width, m.height, minWidth, minHeight)
+		return lipgloss.NewStyle().Width(m.width).MaxHeight(m.height).Render(msg)
+	}
+	parts := []string{m.styles.header(m.headerState(), m.width)}
+	tableH := m.table.height + 1
+	switch {
+	case m.mode == modeConfirm:
+		parts = append(parts, m.confirm.view(m.width, tableH+m.detailH))
+	case len(m.table.rows) == 0:
+		parts = append(parts, lipgloss.Place(m.width, tableH, lipgloss.Center, lipgloss.Center, m.emptyView()))
+	default:
+		parts = append(parts, m.table.view(m.rowCtx()))
+	}
+	if m.detailH > 0 && m.mode != modeConfirm {
+		parts = append(parts, m.detail.view(m.table.selected(), m.rowCtx(), m.width, m.detailH))
+	}
+	if m.panelH > 0 {
+		parts = append(parts, m.panel.view())
+	}
+	parts = append(parts, m.statusView(), m.helpView())
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+func (m *Model) rowCtx() *rowCtx {
+	return &rowCtx{view: m.view, cpu: m.cpu, users: m.users, tags: m.tags}
+}
+
+func (m *Model) headerState() headerState {
+	return headerState{
+		view: m.view, sum: m.sum, interval: m.interval, readOnly: m.ReadOnly(),
+		sort: m.sort, tree: m.tree, filter: m.filterQ, shown: m.shown, scanErr: m.scanErr,
+		held: m.mode == modeConfirm && m.pending != nil,
+	}
+}
+
+func (m *Model) emptyView() string {
+	s := m.styles
+	if m.view == nil {
+		return s.Status.Render("scanning…")
+	}
+	if m.filterQ != "" {
+		return s.HeaderText.Render(fmt.Sprintf("no sandbox matches %q", m.filterQ)) + "\n" +
+			s.Status.Render("esc clears the filter, / edits it")
+	}
+	lines := []string{
+		s.Title.Render("no sandboxes on " + format.Printable(m.view.Host)),
+		"",
+		s.HeaderText.Render(fmt.Sprintf("%d processes run here, none of them in a sandbox sandtop knows.", len(m.view.Unattributed))),
+		s.Status.Render("press a to list them as the host group."),
+		s.Status.Render("sandboxes are recognised by rules: `sandtop rules` lists them;"),
+		s.Status.Render("`sandtop demo` starts a fake fleet to try sandtop on."),
+	}
+	return lipgloss.JoinVertical(lipgloss.Center, lines...)
+}
+
+func (m *Model) statusView() string {
+	switch m.mode {
+	case modeFilter:
+		return "filter " + m.input.View()
+	case modeSearch:
+		return "search " + m.input.View()
+	}
+	if m.status == "" {
+		return ""
+	}
+	st := m.styles.Status
+	if m.statusErr {
+		st = m.styles.Error
+	}
+	return st.Render(ansi.Truncate(m.status, m.width, "…"))
+}

@@ -1,0 +1,310 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// intervals are the steps `+` and `-` move through.
+var intervals = []time.Duration{
+	250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
+	3 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+}
+
+// key handles a key press in the current mode.
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	switch m.mode {
+	case modeConfirm:
+		return m.confirmKey(msg)
+	case modeFilter, modeSearch:
+		return m.inputKey(msg)
+	}
+	// bubbletea hands over runes read together as one message ("jjj"
+	// when a key repeats faster than it is read); outside a text field
+	// each is a key of its own. A paste is not keys at all.
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
+		if msg.Paste {
+			return nil
+		}
+		var cmds []tea.Cmd
+		for _, r := range msg.Runes {
+			cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+		}
+		return tea.Batch(cmds...)
+	}
+	if !key.Matches(msg, m.keys.Quit) {
+		m.quitArmed = false
+	}
+	m.setStatus("", false)
+	if m.panel.open && m.panel.focused && m.panelH > 0 && m.panelKey(msg) {
+		return nil
+	}
+	k := &m.keys
+	t := &m.table
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case m.keys.disabledKill(msg):
+		m.setStatus("read-only mode: killing is disabled", true)
+	case key.Matches(msg, k.Up):
+		t.move(-1)
+	case key.Matches(msg, k.Down):
+		t.move(1)
+	case key.Matches(msg, k.PageUp):
+		t.pageUp()
+	case key.Matches(msg, k.PageDown):
+		t.pageDown()
+	case key.Matches(msg, k.Top):
+		t.top()
+	case key.Matches(msg, k.Bottom):
+		t.bottom()
+	case key.Matches(msg, k.Expand):
+		m.expand()
+	case key.Matches(msg, k.Collapse):
+		m.collapse()
+	case key.Matches(msg, k.ExpandAll):
+		m.expandAll()
+	case key.Matches(msg, k.Details):
+		m.showDetail = !m.showDetail
+	case key.Matches(msg, k.Search):
+		m.mode = modeSearch
+		m.input.SetValue("")
+		return m.input.Focus()
+	case key.Matches(msg, k.Filter):
+		m.mode = modeFilter
+		m.input.SetValue(m.filterQ)
+		m.input.CursorEnd()
+		return m.input.Focus()
+	case key.Matches(msg, k.Tree):
+		m.tree = !m.tree
+		m.rebuild()
+	case key.Matches(msg, k.Sort):
+		m.sort = (m.sort + 1) % numSortKeys
+		m.rebuild()
+		m.setStatus("sorted by "+m.sort.String(), false)
+	case key.Matches(msg, k.Host):
+		m.showHost = !m.showHost
+		m.rebuild()
+	case key.Matches(msg, k.Tag):
+		m.tag()
+	case key.Matches(msg, k.Untag):
+		clear(m.tags)
+	case key.Matches(msg, k.Kill):
+		return m.kill()
+	case key.Matches(msg, k.Refresh):
+		if cmd := m.refreshNow(); cmd != nil {
+			return cmd
+		}
+		m.setStatus("a refresh is already running", false)
+	case key.Matches(msg, k.Faster, k.Slower):
+		return m.setInterval(key.Matches(msg, k.Faster))
+	case key.Matches(msg, k.Help):
+		m.help.ShowAll = !m.help.ShowAll
+		if m.help.ShowAll {
+			k.Help.SetHelp("?", "fewer keys")
+		} else {
+			k.Help.SetHelp("?", "more keys")
+		}
+	case key.Matches(msg, k.SwitchFocus):
+		if m.panel.open {
+			m.panel.focused = true
+		}
+	case key.Matches(msg, k.Close):
+		m.escape()
+	}
+	return nil
+}
+
+// panelKey handles the keys the teardown log takes while it has the
+// focus; it reports false for keys the main screen should handle.
+func (m *Model) panelKey(msg tea.KeyMsg) bool {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.SwitchFocus):
+		m.panel.focused = false
+	case key.Matches(msg, k.Close):
+		m.escape()
+	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom):
+		m.panel.scroll(k, msg)
+	default:
+		return false
+	}
+	return true
+}
+
+// escape closes the innermost thing open: the teardown log, the detail
+// pane, then the filter.
+func (m *Model) escape() {
+	switch {
+	case m.panel.open:
+		if !m.panel.close() {
+			m.setStatus("a teardown is still running: its log stays until it ends", true)
+		}
+	case m.showDetail:
+		m.showDetail = false
+	case m.filterQ != "":
+		m.setFilter("")
+	}
+}
+
+func (m *Model) quit() tea.Cmd {
+	if m.panel.running > 0 && !m.quitArmed {
+		m.quitArmed = true
+		m.setStatus("a teardown is running: press q again to stop it and quit", true)
+		return nil
+	}
+	return tea.Quit
+}
+
+func (m *Model) setInterval(faster bool) tea.Cmd {
+	next := m.interval
+	if faster {
+		for i := len(intervals) - 1; i >= 0; i-- {
+			if intervals[i] < m.interval {
+				next = intervals[i]
+				break
+			}
+		}
+	} else {
+		for _, d := range intervals {
+			if d > m.interval {
+				next = d
+				break
+			}
+		}
+	}
+	m.interval = next
+	m.setStatus("refreshing every "+next.String(), false)
+	if m.scanning {
+		return nil // the scan's return arms a tick at the new interval
+	}
+	m.tickGen++
+	return m.tick(m.interval, m.tickGen)
+}
+
+func (m *Model) expand() {
+	r := m.table.selected()
+	if r == nil {
+		return
+	}
+	switch {
+	case (r.kind == rowSandbox || r.kind == rowHost) && !r.open:
+		m.expanded[r.key.sandbox] = true
+		m.rebuild()
+	case r.kind == rowSandbox || r.kind == rowHost:
+		m.table.move(1)
+	}
+}
+
+// collapse folds a group, or moves from a process to its group.
+func (m *Model) collapse() {
+	r := m.table.selected()
+	if r == nil {
+		return
+	}
+	switch {
+	case (r.kind == rowSandbox || r.kind == rowHost) && r.open:
+		delete(m.expanded, r.key.sandbox)
+		m.rebuild()
+	case r.kind == rowMember || r.kind == rowHostProc:
+		if i := find(m.table.rows, rowKey{sandbox: r.key.sandbox}); i >= 0 {
+			m.table.cursor = i
+			m.table.clamp()
+		}
+	}
+}
+
+// expandAll opens every sandbox when one is closed, else closes them all.
+func (m *Model) expandAll() {
+	if m.view == nil {
+		return
+	}
+	open := true
+	for i := range m.table.rows {
+		if r := &m.table.rows[i]; r.kind == rowSandbox && !r.open {
+			open = false
+			break
+		}
+	}
+	if open {
+		clear(m.expanded)
+	} else {
+		for _, sb := range m.view.Sandboxes {
+			m.expanded[sb.ID] = true
+		}
+	}
+	m.rebuild()
+}
+
+// tag toggles the tag on the selected sandbox or process subtree and
+// moves down, as htop's space does.
+func (m *Model) tag() {
+	r := m.table.selected()
+	if r == nil || r.kind == rowHost {
+		return
+	}
+	if m.tags[r.key] {
+		delete(m.tags, r.key)
+	} else {
+		m.tags[r.key] = true
+	}
+	m.table.move(1)
+}
+
+// inputKey edits the filter (live) or the search line.
+func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
+	ik := newInputKeys(m.mode == modeSearch)
+	search := m.mode == modeSearch
+	switch {
+	case msg.String() == "ctrl+c":
+		return m.quit()
+	case key.Matches(msg, ik.Accept):
+		m.mode = modeNormal
+		m.input.Blur()
+		return nil
+	case key.Matches(msg, ik.Cancel):
+		m.mode = modeNormal
+		m.input.Blur()
+		if !search {
+			m.setFilter("")
+		}
+		return nil
+	case search && key.Matches(msg, ik.Next):
+		m.jump(m.table.cursor + 1)
+		return nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	if search {
+		m.jump(m.table.cursor)
+	} else {
+		m.setFilter(m.input.Value())
+	}
+	return cmd
+}
+
+// jump moves the cursor to the next row, from start on, that matches the
+// search line.
+func (m *Model) jump(start int) {
+	q := strings.ToLower(strings.TrimSpace(m.input.Value()))
+	if q == "" {
+		return
+	}
+	if i := m.table.search(q, start); i >= 0 {
+		m.table.cursor = i
+		m.table.clamp()
+		m.setStatus("", false)
+	} else {
+		m.setStatus(fmt.Sprintf("no row matches %q", q), true)
+	}
+}
+
+func (m *Model) setFilter(q string) {
+	m.filterQ = strings.TrimSpace(q)
+	m.flt = parseFilter(m.filterQ)
+	m.rebuild()
+}

@@ -1,0 +1,297 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sandtop/sandtop/teardown"
+	"github.com/sandtop/sandtop/ui/format"
+)
+
+// A kill that would hit more than one target or more than typedProcs
+// processes must be confirmed by typing, not by one key.
+const (
+	typedProcs  = 50
+	typedPrefix = 4 // characters of the ID to type
+)
+
+type confirmFocus uint8
+
+const (
+	focusCancel confirmFocus = iota
+	focusConfirm
+	focusInput
+)
+
+type confirmResult uint8
+
+const (
+	confirmOpen confirmResult = iota
+	confirmCancelled
+	confirmAccepted
+)
+
+// confirm is the kill confirmation. It shows the plans the engine made,
+// from the view they were made from, and starts with the focus on Cancel
+// so that a reflexive enter never kills anything.
+type confirm struct {
+	styles *Styles
+	keys   confirmKeys
+	plans  []*teardown.Plan
+	errs   []string
+	// grace is the graceful strategy's wait; immediate means SIGKILL now.
+	grace     time.Duration
+	immediate bool
+	typed     bool
+	want      string // what to type; a longer prefix of the ID also counts
+	input     textinput.Model
+	focus     confirmFocus
+	hint      string
+}
+
+func newConfirm(s *Styles, msg plansMsg, grace time.Duration) *confirm {
+	c := &confirm{styles: s, plans: msg.plans, errs: msg.errs, grace: grace}
+	if c.grace <= 0 {
+		c.grace, c.immediate = teardown.DefaultGrace, true
+	}
+	procs := c.processes()
+	if len(c.plans) > 1 || procs > typedProcs {
+		c.typed = true
+		switch {
+		case len(c.plans) > 1:
+			c.want = "yes"
+		case c.plans[0].Sandbox != nil:
+			id := c.plans[0].Target
+			c.want = id[:min(len(id), typedPrefix)]
+		default:
+			c.want = strconv.Itoa(c.plans[0].RootPID)
+		}
+		c.input = textinput.New()
+		c.input.Prompt = "> "
+		c.input.CharLimit = 128
+		c.input.Width = 24
+		// Steady, as the filter line's (see New).
+		c.input.Cursor.SetMode(cursor.CursorStatic)
+	}
+	c.keys = newConfirmKeys(c.typed)
+	c.apply()
+	return c
+}
+
+func (c *confirm) processes() int {
+	n := 0
+	for _, p := range c.plans {
+		n += len(p.Members)
+	}
+	return n
+}
+
+// apply sets the chosen strategy on every plan (the plans are ours: made
+// for this confirmation alone).
+func (c *confirm) apply() {
+	for _, p := range c.plans {
+		p.Grace = c.grace
+		if c.immediate {
+			p.Grace = 0
+		}
+	}
+}
+
+// matches reports whether the typed text confirms.
+func (c *confirm) matches() bool {
+	v := strings.TrimSpace(c.input.Value())
+	if c.want == "yes" || c.plans[0].Sandbox == nil {
+		return strings.EqualFold(v, c.want)
+	}
+	return len(v) >= len(c.want) && strings.HasPrefix(c.plans[0].Target, v)
+}
+
+func (c *confirm) update(msg tea.KeyMsg) (confirmResult, tea.Cmd) {
+	c.hint = ""
+	switch {
+	case key.Matches(msg, c.keys.No):
+		return confirmCancelled, nil
+	case key.Matches(msg, c.keys.Yes):
+		return confirmAccepted, nil
+	case key.Matches(msg, c.keys.Strategy):
+		c.immediate = !c.immediate
+		c.apply()
+		return confirmOpen, nil
+	case key.Matches(msg, c.keys.Focus):
+		c.cycle(msg.String() == "shift+tab" || msg.String() == "left")
+		return confirmOpen, nil
+	case key.Matches(msg, c.keys.Press):
+		return c.press(), nil
+	}
+	if !c.typed {
+		return confirmOpen, nil
+	}
+	// Anything else is typing: it moves the focus into the text field.
+	c.setFocus(focusInput)
+	var cmd tea.Cmd
+	c.input, cmd = c.input.Update(msg)
+	return confirmOpen, cmd
+}
+
+func (c *confirm) press() confirmResult {
+	switch c.focus {
+	case focusCancel:
+		return confirmCancelled
+	case focusConfirm, focusInput:
+		if !c.typed || c.matches() {
+			return confirmAccepted
+		}
+		c.hint = fmt.Sprintf("type %q first", c.want)
+		c.setFocus(focusInput)
+	}
+	return confirmOpen
+}
+
+func (c *confirm) cycle(back bool) {
+	order := []confirmFocus{focusCancel, focusConfirm}
+	if c.typed {
+		order = []confirmFocus{focusInput, focusCancel, focusConfirm}
+	}
+	i := 0
+	for j, f := range order {
+		if f == c.focus {
+			i = j
+		}
+	}
+	if back {
+		i += len(order) - 1
+	} else {
+		i++
+	}
+	c.setFocus(order[i%len(order)])
+}
+
+func (c *confirm) setFocus(f confirmFocus) {
+	c.focus = f
+	if !c.typed {
+		return
+	}
+	if f == focusInput {
+		c.input.Focus()
+	} else {
+		c.input.Blur()
+	}
+}
+
+// view draws the dialog centered in w×h.
+func (c *confirm) view(w, h int) string {
+	s := c.styles
+	inner := max(min(w-6, 140), 20) // double border and padding
+	var l []string
+	what := plural(len(c.plans), "target", "targets")
+	if len(c.plans) == 1 {
+		what = c.plans[0].Target
+		if c.plans[0].Sandbox != nil {
+			what = "sandbox " + what
+		} else {
+			what += " and its descendants"
+		}
+	}
+	l = append(l, s.ModalTitle.Render(format.Printable(fmt.Sprintf("Tear down %s (%s)?", what, plural(c.processes(), "process", "processes")))), "")
+
+	// Leave room for the strategy, the typed prompt, the buttons and the border.
+	room := h - 2 - 9
+	shown := 0
+	for _, p := range c.plans {
+		pl := c.planLines(p, inner)
+		if room < len(pl) && shown > 0 {
+			break
+		}
+		l = append(l, pl...)
+		room -= len(pl)
+		shown++
+	}
+	if rest := len(c.plans) - shown; rest > 0 {
+		l = append(l, s.DetailKey.Render(fmt.Sprintf("… and %s more", plural(rest, "target", "targets"))))
+	}
+	for _, e := range c.errs {
+		l = append(l, s.Error.Render("not planned: ")+format.Printable(e))
+	}
+	l = append(l, "")
+	other := "immediate SIGKILL"
+	if c.immediate {
+		other = "graceful"
+	}
+	l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "strategy"))+s.Danger.Render(c.plans[0].Strategy())+
+		s.DetailKey.Render(fmt.Sprintf("  (%s: %s)", c.keys.Strategy.Help().Key, other)))
+	l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "steps"))+strings.Join(c.plans[0].Steps(), " → "))
+	l = append(l, "")
+	if c.typed {
+		l = append(l, fmt.Sprintf("Type %s to confirm:", s.Danger.Render(strconv.Quote(c.want))), c.input.View())
+	}
+	if c.hint != "" {
+		l = append(l, s.Error.Render(c.hint))
+	}
+	cancel, ok := s.Button.Render("Cancel"), s.Button.Render("Tear down")
+	switch c.focus {
+	case focusCancel:
+		cancel = s.ButtonFocused.Render("Cancel")
+	case focusConfirm:
+		ok = s.ButtonFocused.Render("Tear down")
+	}
+	if s.Plain {
+		cancel, ok = button("Cancel", c.focus == focusCancel), button("Tear down", c.focus == focusConfirm)
+	}
+	l = append(l, cancel+"   "+ok)
+	for i := range l {
+		l[i] = ansi.Truncate(l[i], inner, "…")
+	}
+	box := s.Modal.Width(inner + 4).Render(strings.Join(l, "\n"))
+	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box)
+}
+
+// button marks the focused button without color: "[> Cancel <]".
+func button(label string, focused bool) string {
+	if focused {
+		return "[> " + label + " <]"
+	}
+	return "[  " + label + "  ]"
+}
+
+func (c *confirm) planLines(p *teardown.Plan, inner int) []string {
+	s := c.styles
+	d := detail{styles: s}
+	var l []string
+	kv := func(k, v string) {
+		for _, line := range d.kv(k, v, inner-2) {
+			l = append(l, "  "+line)
+		}
+	}
+	l = append(l, s.Title.Render(format.Printable(p.Target))+"  "+format.Printable(p.Runtime)+
+		fmt.Sprintf("  %s, root pid %d", plural(len(p.Members), "process", "processes"), p.RootPID))
+	switch {
+	case p.Cgroup != "":
+		kv("cgroup", p.Cgroup+" (dedicated: cgroup.kill)")
+	case p.Freezer != "":
+		kv("cgroup", "v1 freezer "+p.Freezer+" (dedicated: freeze, kill, thaw)")
+	default:
+		kv("cgroup", "none dedicated: stop the tree, then SIGKILL each process")
+	}
+	if p.Frozen {
+		kv("state", "paused (frozen): thawed so SIGTERM can be handled")
+	}
+	kv("supervisor", supervisorText(p.SupervisorNote))
+	switch {
+	case p.Supervised:
+		kv("cleanup", "left to the supervisor")
+	case len(p.Cleanup) > 0:
+		kv("cleanup", "orphan: then removes "+strings.Join(p.Cleanup, ", "))
+	default:
+		kv("cleanup", "nothing to remove")
+	}
+	return l
+}

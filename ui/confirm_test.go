@@ -1,0 +1,164 @@
+package ui
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/teardown"
+)
+
+// TestConfirm drives the kill confirmation key by key.
+func TestConfirm(t *testing.T) {
+	// bigPod puts 60 extra processes in the pod: past the typed threshold.
+	var bigPod []*proc.Process
+	for i := range 60 {
+		bigPod = append(bigPod, pr(1000+i, 302, time.Minute, "nginx: worker process", cg("/kubepods/"+idShim)))
+	}
+	for _, tc := range []struct {
+		name    string
+		procs   []*proc.Process
+		target  func(t *testing.T, m *Model) // selects or tags
+		keys    []string
+		typed   string // the text the dialog must ask for; "" for one key
+		ran     []string
+		grace   time.Duration // the grace of the plans that ran
+		ignored bool          // whether the dialog should still be open
+	}{
+		{name: "enter presses the focused Cancel", target: sel(idOrphan), keys: []string{"enter"}},
+		{name: "n cancels", target: sel(idOrphan), keys: []string{"n"}},
+		{name: "esc cancels", target: sel(idOrphan), keys: []string{"esc"}},
+		{name: "y confirms", target: sel(idOrphan), keys: []string{"y"}, ran: []string{idOrphan}, grace: 5 * time.Second},
+		{name: "tab then enter confirms", target: sel(idOrphan), keys: []string{"tab", "enter"}, ran: []string{idOrphan}, grace: 5 * time.Second},
+		{name: "t switches to immediate SIGKILL", target: sel(idOrphan), keys: []string{"t", "y"}, ran: []string{idOrphan}},
+		{name: "t twice is graceful again", target: sel(idOrphan), keys: []string{"t", "t", "y"}, ran: []string{idOrphan}, grace: 5 * time.Second},
+		{name: "other keys do nothing", target: sel(idOrphan), keys: []string{"x", "K", "j"}, ignored: true},
+		{name: "a process subtree", target: func(t *testing.T, m *Model) {
+			settle(m, keys("e")...)
+			cursorTo(t, m, memberKey(m, idShim, 302))
+		}, keys: []string{"y"}, ran: []string{"pid 302"}, grace: 5 * time.Second},
+		{name: "several: type yes", target: tag(idOrphan, idPaused), typed: "yes",
+			keys: append(spell("yes"), "enter"), ran: []string{idOrphan, idPaused}, grace: 5 * time.Second},
+		{name: "several: y is only a letter", target: tag(idOrphan, idPaused), typed: "yes", keys: []string{"y"}, ignored: true},
+		{name: "several: wrong text keeps the dialog", target: tag(idOrphan, idPaused), typed: "yes",
+			keys: append(spell("no"), "enter"), ignored: true},
+		{name: "several: enter on Cancel cancels", target: tag(idOrphan, idPaused), typed: "yes", keys: []string{"enter"}},
+		{name: "big sandbox: type the ID's start", procs: bigPod, target: sel(idShim), typed: "c0ff",
+			keys: append(spell("c0ffee"), "enter"), ran: []string{idShim}, grace: 5 * time.Second},
+		{name: "big sandbox: another ID's start is refused", procs: bigPod, target: sel(idShim), typed: "c0ff",
+			keys: append(spell("dead"), "enter"), ignored: true},
+		{name: "big sandbox: tab to the button needs the text too", procs: bigPod, target: sel(idShim), typed: "c0ff",
+			keys: []string{"tab", "enter"}, ignored: true},
+		{name: "big sandbox: ctrl+t then typed", procs: bigPod, target: sel(idShim), typed: "c0ff",
+			keys: append([]string{"ctrl+t"}, append(spell("c0ff"), "enter")...), ran: []string{idShim}},
+		{name: "a tagged process inside a tagged sandbox is not planned twice", target: func(t *testing.T, m *Model) {
+			settle(m, keys("e")...)
+			m.tags[rowKey{sandbox: idShim}] = true
+			m.tags[memberKey(m, idShim, 302)] = true
+		}, keys: []string{"y"}, ran: []string{idShim}, grace: 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := fleetViews(1)[0]
+			if tc.procs != nil {
+				v = rebuilt(nil, 0, nil, tc.procs...)
+			}
+			k := &fakeKiller{}
+			m := newTestModel(t, &fakeSource{views: []*model.View{v}}, k)
+			settle(m, size(120, 40), m.Init()())
+			tc.target(t, m)
+			settle(m, keys("K")...)
+			if m.mode != modeConfirm {
+				t.Fatalf("K did not open the confirmation (status %q)", m.status)
+			}
+			if m.confirm.focus != focusCancel {
+				t.Errorf("focus starts on %v, want Cancel", m.confirm.focus)
+			}
+			if m.confirm.typed != (tc.typed != "") || m.confirm.want != tc.typed {
+				t.Errorf("typed %v want %q; the case expects %q", m.confirm.typed, m.confirm.want, tc.typed)
+			}
+			var plans []*teardown.Plan
+			if m.confirm != nil {
+				plans = m.confirm.plans
+			}
+			settle(m, keys(tc.keys...)...)
+			if open := m.mode == modeConfirm; open != tc.ignored {
+				t.Fatalf("dialog open = %v after %v, want %v", open, tc.keys, tc.ignored)
+			}
+			if got := k.runs(); !slices.Equal(got, tc.ran) {
+				t.Errorf("ran %v, want %v", got, tc.ran)
+			}
+			if tc.ran != nil {
+				for _, p := range plans {
+					if p.Grace != tc.grace {
+						t.Errorf("plan %s ran with grace %v, want %v (%s)", p.Target, p.Grace, tc.grace, p.Strategy())
+					}
+				}
+			}
+			if tc.ran == nil && !tc.ignored && m.status != "cancelled: nothing was signalled" {
+				t.Errorf("status %q after cancelling", m.status)
+			}
+		})
+	}
+}
+
+func sel(id string) func(*testing.T, *Model) {
+	return func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: id}) }
+}
+
+func tag(ids ...string) func(*testing.T, *Model) {
+	return func(t *testing.T, m *Model) {
+		for _, id := range ids {
+			cursorTo(t, m, rowKey{sandbox: id})
+			settle(m, keys(" ")...)
+		}
+	}
+}
+
+// spell turns s into key names for keys().
+func spell(s string) []string {
+	out := make([]string, 0, len(s))
+	for _, r := range s {
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// TestSecondTeardownRefused starts a teardown that does not finish and
+// checks that K on the same target (or a process inside it) is refused.
+func TestSecondTeardownRefused(t *testing.T) {
+	k := &fakeKiller{}
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, k)
+	settle(m, size(120, 40), m.Init()())
+	// Mark the pod's members busy, as a running batch does.
+	sb := m.view.Sandbox(idShim)
+	for _, mb := range sb.Members {
+		m.busy[mb.ID()] = 7
+	}
+	for _, tc := range []struct {
+		name   string
+		target func(*testing.T, *Model)
+	}{
+		{"the sandbox", sel(idShim)},
+		{"a process inside it", func(t *testing.T, m *Model) {
+			m.expanded[idShim] = true
+			m.rebuild()
+			cursorTo(t, m, memberKey(m, idShim, 303))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.target(t, m)
+			settle(m, keys("K")...)
+			if m.mode == modeConfirm {
+				t.Fatalf("a busy target opened a confirmation")
+			}
+			if want := "already being torn down"; !contains(m.status, want) {
+				t.Errorf("status %q, want it to say %q", m.status, want)
+			}
+		})
+	}
+	if r := k.runs(); len(r) != 0 {
+		t.Errorf("ran %v", r)
+	}
+}

@@ -1,0 +1,45 @@
+package ui
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+func TestCPUSampler(t *testing.T) {
+	at := func(sec int, procs ...*proc.Process) *proc.Snapshot {
+		return &proc.Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), ClockTicks: 100, Procs: procs}
+	}
+	p := func(pid int, start, ticks uint64) *proc.Process {
+		return &proc.Process{PID: pid, Start: start, CPUTicks: ticks}
+	}
+	for _, tc := range []struct {
+		name  string
+		snaps []*proc.Snapshot
+		probe *proc.Process
+		known bool
+		want  float64
+	}{
+		{"first scan: unknown", []*proc.Snapshot{at(0, p(10, 1, 500))}, p(10, 1, 500), false, 0},
+		{"one core for 2s", []*proc.Snapshot{at(0, p(10, 1, 500)), at(2, p(10, 1, 700))}, p(10, 1, 700), true, 100},
+		{"half a core", []*proc.Snapshot{at(0, p(10, 1, 500)), at(1, p(10, 1, 550))}, p(10, 1, 550), true, 50},
+		{"born between scans: all its ticks count", []*proc.Snapshot{at(0), at(1, p(11, 5, 30))}, p(11, 5, 30), true, 30},
+		{"pid reused: not the old process's ticks", []*proc.Snapshot{at(0, p(10, 1, 900)), at(1, p(10, 2, 20))}, p(10, 2, 20), true, 20},
+		{"the same scan twice keeps the last rate", []*proc.Snapshot{at(0, p(10, 1, 0)), at(1, p(10, 1, 25)), at(1, p(10, 1, 25))}, p(10, 1, 25), true, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c cpuSampler
+			for _, s := range tc.snaps {
+				c.update(s)
+			}
+			if c.known() != tc.known {
+				t.Fatalf("known() = %v, want %v", c.known(), tc.known)
+			}
+			if got := c.of(tc.probe); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("cpu = %v%%, want %v%%", got, tc.want)
+			}
+		})
+	}
+}

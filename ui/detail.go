@@ -1,0 +1,247 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/ui/format"
+)
+
+// detailKeyW is the width of the key column of the detail pane.
+const detailKeyW = 11
+
+// timeLayout is how absolute times are shown: local time, to the second.
+const timeLayout = "2006-01-02 15:04:05"
+
+// detail renders the detail pane for the selected row: everything sandtop
+// knows about the sandbox or process, so an operator can tell why it was
+// grouped, badged or left alone before touching it.
+type detail struct {
+	styles *Styles
+}
+
+// content is the pane's title and lines for a row, wrapped to inner cells.
+func (d detail) content(r *row, c *rowCtx, inner int) (string, []string) {
+	switch {
+	case r == nil || c.view == nil:
+		return "details", []string{"nothing selected"}
+	case r.kind == rowSandbox:
+		return d.sandbox(r.sb, c, inner)
+	case r.kind == rowHost:
+		return "host", []string{
+			fmt.Sprintf("%s in no sandbox on %s", plural(r.st.procs, "process", "processes"), format.Printable(c.view.Host)),
+			"expand the group to see them; K on one tears down its subtree",
+		}
+	}
+	return d.process(r, c, inner)
+}
+
+// height is how many rows the pane needs for a row, border included.
+func (d detail) height(r *row, c *rowCtx, w int) int {
+	_, lines := d.content(r, c, max(w-4, 1))
+	return len(lines) + 3
+}
+
+// view draws the pane in exactly w×h cells, border included.
+func (d detail) view(r *row, c *rowCtx, w, h int) string {
+	inner := max(w-4, 1) // border and padding
+	title, lines := d.content(r, c, inner)
+	body := h - 2
+	out := make([]string, 0, body)
+	out = append(out, d.styles.PaneTitle.Render(ansi.Truncate(format.Printable(title), inner, "…")))
+	for _, l := range lines {
+		if len(out) == body {
+			break
+		}
+		out = append(out, l)
+	}
+	if len(lines)+1 > body && body > 1 {
+		out[body-1] = d.styles.DetailKey.Render("…")
+	}
+	return d.styles.Pane.Width(w - 2).Height(body).MaxHeight(h).Render(strings.Join(out, "\n"))
+}
+
+// kv formats one "key  value" line, wrapping the value under itself.
+func (d detail) kv(k, v string, inner int) []string {
+	v = format.Printable(v)
+	vw := max(inner-detailKeyW, 8)
+	wrapped := strings.Split(ansi.Hardwrap(ansi.Wordwrap(v, vw, " /"), vw, true), "\n")
+	out := make([]string, 0, len(wrapped))
+	for i, part := range wrapped {
+		key := ""
+		if i == 0 {
+			key = k
+		}
+		out = append(out, d.styles.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, key))+d.styles.DetailValue.Render(part))
+	}
+	return out
+}
+
+func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []string) {
+	snap := c.view.Snapshot
+	var l []string
+	add := func(k, v string) { l = append(l, d.kv(k, v, inner)...) }
+
+	rule := "none: kept by sticky attribution (its matched processes are gone)"
+	if sb.Rule != nil {
+		rule = fmt.Sprintf("%s (%s), ID captured by its %s matcher", sb.Rule.Name, sb.Rule.Source, sb.MatchedBy)
+	}
+	add("runtime", sb.Runtime)
+	add("rule", rule)
+	root := sb.Root.Process
+	add("root", fmt.Sprintf("pid %d %s, started %s (%s ago)", root.PID, format.Command(root.Argv, root.Comm),
+		snap.StartTime(root).Format(timeLayout), format.Age(c.view.Time.Sub(snap.StartTime(root)))))
+	procs := strconv.Itoa(len(sb.Members))
+	if sb.Zombies > 0 {
+		procs += fmt.Sprintf(" (%d zombies)", sb.Zombies)
+	}
+	add("processes", procs)
+	switch {
+	case sb.Cgroup != "":
+		add("cgroup", sb.Cgroup+" (dedicated: teardown uses cgroup.kill)")
+	case sb.Freezer != "":
+		add("cgroup", "v1 freezer "+sb.Freezer+" (dedicated: freeze, kill, thaw)")
+	default:
+		add("cgroup", "none dedicated ("+root.Cgroup+" is shared): teardown stops the tree, then kills each process")
+	}
+	if sb.Cgroup != "" && sb.Freezer != "" {
+		add("freezer", sb.Freezer+" (dedicated)")
+	}
+	add("state", sandboxState(sb))
+	sup := supervisorText(sb.SupervisorNote)
+	switch {
+	case sb.Orphan:
+		sup += ": orphan"
+	case sb.Supervised:
+		sup += ": supervised"
+	}
+	add("supervisor", sup)
+	switch {
+	case sb.Supervised:
+		add("cleanup", "left to the supervisor")
+	case len(sb.Cleanup) > 0:
+		add("cleanup", strings.Join(sb.Cleanup, ", ")+" (removed after a kill)")
+	default:
+		add("cleanup", "nothing to remove")
+	}
+	if len(sb.Vars) > 0 {
+		keys := make([]string, 0, len(sb.Vars))
+		for k := range sb.Vars {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			keys[i] = k + "=" + sb.Vars[k]
+		}
+		add("captures", strings.Join(keys, " "))
+	}
+	return "sandbox " + sb.ID, l
+}
+
+// supervisorText is a supervisor note shown under the "supervisor" key:
+// "supervisor gone: …" reads "gone: …" there.
+func supervisorText(note string) string {
+	return strings.TrimPrefix(note, "supervisor ")
+}
+
+func sandboxState(sb *model.Sandbox) string {
+	switch {
+	case sb.Dead:
+		return "dead: every process is a zombie waiting to be reaped"
+	case sb.Frozen:
+		return "paused: cgroup frozen"
+	case sb.Paused:
+		return "paused: every live process is stopped"
+	}
+	return "running"
+}
+
+func (d detail) process(r *row, c *rowCtx, inner int) (string, []string) {
+	p := r.p
+	snap := c.view.Snapshot
+	var l []string
+	add := func(k, v string) { l = append(l, d.kv(k, v, inner)...) }
+
+	if r.m != nil {
+		in := fmt.Sprintf("%s (%s), joined by %s", r.sb.ID, r.sb.Runtime, r.m.Via)
+		if r.m.Orphan {
+			in += "; re-parented away from its tree (orphan)"
+		}
+		add("sandbox", in)
+	} else {
+		add("sandbox", "none: a host process")
+	}
+	add("argv", argvText(p))
+	if p.Exe != "" {
+		add("exe", p.Exe)
+	}
+	if p.Cwd != "" {
+		add("cwd", p.Cwd)
+	}
+	add("state", fmt.Sprintf("%c (%s), %d threads, uid %s", p.State, format.State(p.State), p.Threads, uidText(c.users, p.UID)))
+	add("ids", fmt.Sprintf("ppid %d, pgid %d, sid %d", p.PPID, p.PGID, p.SID))
+	add("nspid", nspid(p))
+	start := snap.StartTime(p)
+	add("started", fmt.Sprintf("%s (%s ago), identity %s", start.Format(timeLayout), format.Age(c.view.Time.Sub(start)), p.ID()))
+	cpu := format.CPUTime(snap.CPUSeconds(p))
+	if c.cpu.known() {
+		cpu += fmt.Sprintf(", %.1f%% now", c.cpu.of(p))
+	}
+	add("cpu", cpu)
+	add("memory", format.Bytes(p.RSS)+" resident")
+	add("cgroup", cgroupText(p.Cgroup, snap.Cgroups))
+	if p.Freezer != "" {
+		add("freezer", cgroupText(p.Freezer, snap.Freezers))
+	}
+	if p.Partial {
+		add("note", format.PartialNote())
+	}
+	return fmt.Sprintf("process %d %s", p.PID, p.Comm), l
+}
+
+func argvText(p *proc.Process) string {
+	if len(p.Argv) == 0 {
+		if p.Zombie() {
+			return "(none: a zombie has no command line)"
+		}
+		return "(none)"
+	}
+	return strings.Join(p.Argv, " ")
+}
+
+func uidText(users map[int]string, uid int) string {
+	if uid < 0 {
+		return "unreadable"
+	}
+	if n, ok := users[uid]; ok && n != strconv.Itoa(uid) {
+		return fmt.Sprintf("%d (%s)", uid, n)
+	}
+	return strconv.Itoa(uid)
+}
+
+func nspid(p *proc.Process) string {
+	if len(p.NSpid) <= 1 {
+		return "no nested pid namespace"
+	}
+	s := make([]string, len(p.NSpid))
+	for i, n := range p.NSpid {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, " → ") + " (outermost first)"
+}
+
+func cgroupText(path string, states map[string]proc.CgroupState) string {
+	if path == "" {
+		return "none"
+	}
+	if states[path].Frozen {
+		return path + " (frozen)"
+	}
+	return path
+}
