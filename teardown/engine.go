@@ -83,6 +83,11 @@ type run struct {
 	// reasons remembers why a process could not be signalled, for the
 	// survivor report.
 	reasons map[proc.Identity]string
+	// failedSig is the signal whose failure reasons holds, so a failure is
+	// reported once per process and signal.
+	failedSig map[proc.Identity]unix.Signal
+	// denied marks processes that refused a signal with EPERM.
+	denied map[proc.Identity]bool
 	// sc is the verify scanner, made on first use and kept so each verify
 	// round re-reads only what changed.
 	sc       *proc.Scanner
@@ -96,11 +101,13 @@ type run struct {
 func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	r := &run{
 		e: e, p: p, emit: emit, start: e.now(),
-		pins:    map[proc.Identity]*Pinned{},
-		byPID:   map[int]proc.Identity{},
-		gone:    map[proc.Identity]bool{},
-		dead:    map[proc.Identity]bool{},
-		reasons: map[proc.Identity]string{},
+		pins:      map[proc.Identity]*Pinned{},
+		byPID:     map[int]proc.Identity{},
+		gone:      map[proc.Identity]bool{},
+		dead:      map[proc.Identity]bool{},
+		reasons:   map[proc.Identity]string{},
+		failedSig: map[proc.Identity]unix.Signal{},
+		denied:    map[proc.Identity]bool{},
 	}
 	defer r.close()
 	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%d processes; %s; %s", len(p.Members), r.cgroupWord(), p.Strategy())})
@@ -233,6 +240,9 @@ func (r *run) live() []*Pinned {
 // signal sends sig through a pin and reports the step. It returns false
 // when the process turned out to be gone already.
 func (r *run) signal(step string, p *Pinned, sig unix.Signal, quiet bool) {
+	if r.denied[p.ID] {
+		return // EPERM once is EPERM for every signal: reported already
+	}
 	err := p.Signal(sig)
 	switch {
 	case err == nil:
@@ -245,8 +255,15 @@ func (r *run) signal(step string, p *Pinned, sig unix.Signal, quiet bool) {
 			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: unix.SignalName(sig), Status: Skip, Error: "ESRCH", Detail: "already exited"})
 		}
 	default:
+		// Report a process's failure with a signal once: the stop walk and
+		// the verify rounds try again, and an EPERM stays an EPERM.
+		if _, seen := r.reasons[p.ID]; seen && r.failedSig[p.ID] == sig {
+			return
+		}
 		_, human := Describe(err)
 		r.reasons[p.ID] = unix.SignalName(sig) + " failed: " + human
+		r.failedSig[p.ID] = sig
+		r.denied[p.ID] = errors.Is(err, unix.EPERM)
 		r.fail(step, p.ID.PID, p.Comm, unix.SignalName(sig), err)
 	}
 }

@@ -183,7 +183,18 @@ func (r *run) stopAndKill(ctx context.Context) {
 			break
 		}
 	}
-	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: fmt.Sprintf("%d processes stopped in %d passes; %d born late and pinned", len(r.live()), passes+1, found)})
+	live = r.live()
+	stopped := 0
+	for _, p := range live {
+		if _, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID); err == nil && (st == 'T' || st == 't') {
+			stopped++
+		}
+	}
+	detail := fmt.Sprintf("%d of %d processes stopped in %d passes; %d born late and pinned", stopped, len(live), passes+1, found)
+	if stopped < len(live) {
+		detail += "; the others are in uninterruptible sleep, frozen, or not ours to signal"
+	}
+	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: detail})
 	for _, p := range r.live() {
 		r.signal(StepKill, p, unix.SIGKILL, false)
 	}

@@ -70,7 +70,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			r.event(Event{Step: StepVerify, Status: OK, Detail: detail})
 			return nil
 		}
-		if vctx.Err() != nil {
+		if vctx.Err() != nil || r.hopeless(left) {
 			sv := r.survivors(snap, nil)
 			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%d processes of %s survive after %s: %s", len(sv), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
 			return sv
@@ -96,6 +96,18 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			}
 		}
 	}
+}
+
+// hopeless reports whether every process left has already refused a
+// signal for good (EPERM: not ours to signal): another round would only
+// repeat the failure until the deadline.
+func (r *run) hopeless(left []*proc.Process) bool {
+	for _, p := range left {
+		if _, failed := r.reasons[p.ID()]; !failed {
+			return false
+		}
+	}
+	return true
 }
 
 // remaining lists the live processes of the target in snap, and notes on

@@ -103,6 +103,7 @@ func TestTortureWatchResources(t *testing.T) {
 		peak.rss, peak.heap = max(peak.rss, s.rss), max(peak.heap, s.heap)
 		peak.fds, peak.goroutines = max(peak.fds, s.fds), max(peak.goroutines, s.goroutines)
 		peakExtra = max(peakExtra, s.fds-s.held)
+		peak.held = max(peak.held, s.held)
 	}
 	const mb = 1 << 20
 	figures(t, "watch", "duration", time.Since(start).Round(time.Second), "scans", scans,
@@ -110,9 +111,12 @@ func TestTortureWatchResources(t *testing.T) {
 		"heap_after_warmup_mb", base.heap/mb, "heap_end_after_gc_mb", end.heap/mb,
 		"fds_after_warmup", base.fds, "fds_peak", peak.fds, "fds_beyond_held_after_warmup", baseExtra,
 		"fds_beyond_held_peak", peakExtra, "fds_before_scanner", fdsBefore, "fds_after_close", fdsAfter, "goroutines_after_warmup", base.goroutines, "goroutines_peak", peak.goroutines)
-	// A process can exit between the scan and the sample, so a few
-	// descriptors of the allowance may be counted as extra for a moment.
-	if peakExtra > baseExtra+16 {
+	// The allowance is counted from the last scan, while the scanner
+	// gives back a dead process's descriptor at the next one: on a host
+	// where thousands of processes come and go, a few percent of the
+	// allowance can show as extra for a moment. A leak grows without
+	// bound instead, and shows for certain once the scanner is closed.
+	if peakExtra > baseExtra+16+peak.held/20 {
 		t.Errorf("descriptors beyond one per process and cgroup grew from %d to %d", baseExtra, peakExtra)
 	}
 	if fdsAfter > fdsBefore {

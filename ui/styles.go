@@ -62,6 +62,21 @@ type Styles struct {
 	steps map[teardown.Status]lipgloss.Style
 
 	Help help.Styles
+
+	renderer *lipgloss.Renderer
+}
+
+// Renderer is the renderer the styles were built for (the CLI's tables
+// draw with it too).
+func (s *Styles) Renderer() *lipgloss.Renderer { return s.renderer }
+
+// Badges renders a sandbox's badges, space separated.
+func (s *Styles) Badges(bs []model.Badge) string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = s.Badge(b)
+	}
+	return strings.Join(out, " ")
 }
 
 // DefaultStyles builds the styles for the current color profile of the
@@ -77,6 +92,7 @@ func NewStyles(r *lipgloss.Renderer) *Styles {
 		return c().Background(bg).Foreground(palette.PillText).Bold(true).Padding(0, 1)
 	}
 	s := &Styles{
+		renderer:    r,
 		Plain:       r.ColorProfile() == termenv.Ascii,
 		Title:       c().Bold(true).Foreground(palette.Accent),
 		HeaderText:  c().Foreground(palette.Text),

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/teardown"
+	"github.com/sandtop/sandtop/ui"
 )
 
 type killOpts struct {
@@ -120,8 +121,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	if auditPath == "" {
 		auditPath = teardown.DefaultAuditPath()
 	}
-	r := lipgloss.NewRenderer(out)
-	emit := lineEmitter(out, r)
+	emit := lineEmitter(out, ui.NewStyles(lipgloss.NewRenderer(out)))
 	if o.json {
 		enc := json.NewEncoder(out)
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
@@ -189,14 +189,10 @@ func confirm(in io.Reader, out io.Writer, plans []*teardown.Plan) bool {
 
 // lineEmitter prints one line per event, as the vm0 runner's kill does:
 // "[OK]   term        1234 firecracker", "[FAIL] kill        99: EPERM (needs root)".
-func lineEmitter(w io.Writer, r *lipgloss.Renderer) func(teardown.Event) {
-	tags := map[teardown.Status]lipgloss.Style{
-		teardown.OK:   r.NewStyle().Foreground(lipgloss.Color("2")),
-		teardown.Fail: r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
-		teardown.Skip: r.NewStyle().Foreground(lipgloss.Color("3")),
-	}
+func lineEmitter(w io.Writer, st *ui.Styles) func(teardown.Event) {
 	return func(ev teardown.Event) {
-		fmt.Fprintln(w, tags[ev.Status].Render(fmt.Sprintf("%-6s", "["+strings.ToUpper(string(ev.Status))+"]"))+" "+ev.Text())
+		pad := strings.Repeat(" ", max(0, 6-len(ev.Status)-2))
+		fmt.Fprintln(w, st.Step(ev.Status)+pad+" "+ev.Text())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/ui"
 	"github.com/sandtop/sandtop/ui/format"
 )
 
@@ -42,7 +43,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(v.Document(o.all))
 			}
-			writeList(out, lipgloss.NewRenderer(out), v, o)
+			writeList(out, ui.NewStyles(lipgloss.NewRenderer(out)), v, o)
 			return nil
 		},
 	}
@@ -53,7 +54,8 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	return cmd
 }
 
-func writeList(w io.Writer, r *lipgloss.Renderer, v *model.View, o *listOpts) {
+func writeList(w io.Writer, st *ui.Styles, v *model.View, o *listOpts) {
+	r := st.Renderer()
 	ids := make([]string, len(v.Sandboxes))
 	for i, sb := range v.Sandboxes {
 		ids[i] = sb.ID
@@ -73,7 +75,7 @@ func writeList(w io.Writer, r *lipgloss.Renderer, v *model.View, o *listOpts) {
 			short[sb.ID], sb.Runtime, strconv.Itoa(len(sb.Members)), strconv.Itoa(sb.Root.PID),
 			format.CPUTime(float64(ticks) / float64(max(snap.ClockTicks, 1))),
 			format.Bytes(rss), format.Age(v.Time.Sub(snap.StartTime(sb.Root.Process))),
-			badges(sb.Badges),
+			st.Badges(sb.Badges),
 		})
 		kinds = append(kinds, rowSandbox)
 		if o.tree {
