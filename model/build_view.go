@@ -43,6 +43,9 @@ func (w *build) finish() *View {
 		v.byMember[p.ID()] = sb
 	}
 	v.Sandboxes = w.sorted()
+	// A parent per ten members is plenty: a container shim parents them
+	// all, a vm0 chain one each.
+	w.childChunks = newChunks[*Member](len(w.owner) / 10 * chunkLen)
 	for _, sb := range v.Sandboxes {
 		w.tree(sb, members[sb], byPID)
 		w.supervise(sb)
@@ -59,7 +62,7 @@ func (w *build) tree(sb *Sandbox, ms []*Member, byPID map[int]*Member) {
 	for _, m := range ms { // ms is in pid order, so children end up by pid
 		if parent := byPID[m.PPID]; parent != nil && w.owner[m.PPID] == sb && m.PPID != m.PID {
 			m.Parent = parent
-			parent.Children = append(parent.Children, m)
+			parent.Children = w.childChunks.add(parent.Children, m)
 		} else {
 			tops = append(tops, m)
 		}

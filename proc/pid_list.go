@@ -33,26 +33,9 @@ func (l *pidLister) list(root string) ([]int, error) {
 	if l.buf == nil {
 		l.buf = make([]byte, direntBufSize)
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
-	}
-	defer unix.Close(fd)
-	l.pids = l.pids[:0]
-	for {
-		n, err := unix.Getdents(fd, l.buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "getdents64", Path: root, Err: err}
-		}
-		if n == 0 {
-			break
-		}
-		if l.pids, err = appendPIDs(l.pids, l.buf[:n]); err != nil {
-			return nil, fmt.Errorf("list %s: %w", root, err)
-		}
+	var err error
+	if l.pids, err = listNumeric(root, l.buf, l.pids[:0]); err != nil {
+		return nil, err
 	}
 	// procfs lists pids in ascending order (fs/proc/base.c, next_tgid), so
 	// this check is all the sorting a real /proc costs; a fixture directory
@@ -61,6 +44,31 @@ func (l *pidLister) list(root string) ([]int, error) {
 		slices.Sort(l.pids)
 	}
 	return l.pids, nil
+}
+
+// listNumeric appends to out the numeric names in dir (pids in /proc, tids
+// in /proc/PID/task), in directory order, reading with getdents64 into buf.
+func listNumeric(dir string, buf []byte, out []int) ([]int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "getdents64", Path: dir, Err: err}
+		}
+		if n == 0 {
+			return out, nil
+		}
+		if out, err = appendPIDs(out, buf[:n]); err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+	}
 }
 
 // appendPIDs appends the numeric names among the linux_dirent64 records in

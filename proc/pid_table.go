@@ -126,7 +126,7 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int) ([]statRea
 	if err != nil {
 		return found, err
 	}
-	t.next = t.next[:0]
+	t.next = slices.Grow(t.next[:0], len(pids))
 	old := t.slots
 	i := 0
 	for _, pid := range pids {

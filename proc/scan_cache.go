@@ -59,6 +59,14 @@ func (c *scanCache) lookup(id Identity, comm string, startCode uint64) *cacheEnt
 	return e
 }
 
+// reserve makes room for n new entries at once when the cache is empty (a
+// cold scan), instead of growing the map through every doubling.
+func (c *scanCache) reserve(n int) {
+	if len(c.entries) == 0 && n > 64 {
+		c.entries = make(map[Identity]*cacheEntry, n)
+	}
+}
+
 func (c *scanCache) store(id Identity, e *cacheEntry) {
 	c.entries[id] = e
 }

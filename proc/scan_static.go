@@ -46,6 +46,7 @@ func (s *Scanner) readStatics(kthreadd bool) {
 	if len(todo) == 0 {
 		return
 	}
+	s.cache.reserve(len(todo))
 	workers := min(s.readWorkers(), (len(todo)+staticBatch-1)/staticBatch)
 	for len(s.readers) < max(workers, 1) {
 		s.readers = append(s.readers, newStaticReader())

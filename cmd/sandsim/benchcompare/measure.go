@@ -153,15 +153,22 @@ func measureScans(r *report, runs int) {
 // measureTUIs runs htop and sandtop side by side in a private tmux server
 // and reads their CPU time over the window.
 func measureTUIs(ctx context.Context, r *report, o options) error {
-	sock := fmt.Sprintf("benchcompare-%d", os.Getpid())
+	// A server of our own, on a socket in a directory of our own: killing
+	// it ends both panes and touches no other tmux, and removing the
+	// directory leaves no socket behind (tmux does not unlink it).
+	dir, err := os.MkdirTemp("", "benchcompare-tmux-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "sock")
 	tmux := func(args ...string) ([]byte, error) {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("tmux %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 		}
 		return out, nil
 	}
-	// The server is ours alone (-L); killing it ends both panes.
 	defer func() { _, _ = tmux("kill-server") }()
 	sandtop, err := filepath.Abs(o.sandtop)
 	if err != nil {
