@@ -113,10 +113,14 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%d processes; %s; %s", len(p.Members), r.cgroupWord(), p.Strategy())})
 
 	r.pinMembers()
-	if p.Grace > 0 {
+	if p.Grace > 0 && ctx.Err() == nil {
 		r.graceful(ctx)
 	}
-	r.forced(ctx)
+	// A cancelled teardown (the operator quit) sends no SIGKILL it had not
+	// sent yet; it still thaws what it froze, checks and reports.
+	if ctx.Err() == nil {
+		r.forced(ctx)
+	}
 	r.thawFreezer()
 	survivors := r.verify(ctx)
 	r.cleanup(ctx, len(survivors) == 0)

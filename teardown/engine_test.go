@@ -457,3 +457,36 @@ func TestTeardownSubtree(t *testing.T) {
 		t.Error("the launcher chain above the subtree was killed")
 	}
 }
+
+// A teardown cancelled before it starts signals nothing, and says so.
+func TestTeardownCancelled(t *testing.T) {
+	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
+	rules := model.Effective(nil, true)
+	v := liveView(t, rules)
+	sb, err := v.Resolve(f.Manifest().Sandbox("vm").ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := New(Options{Rules: rules})
+	plan, err := PlanSandbox(v, sb, PlanOptions{Grace: DefaultGrace, Deadline: 200 * time.Millisecond, Protected: eng.Protected()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var last Event
+	tot := eng.Run(ctx, plan, func(ev Event) {
+		last = ev
+		if ev.Step == StepTerm || ev.Step == StepKill || ev.Step == StepStop || ev.Step == StepCgroupKill {
+			t.Errorf("a cancelled teardown signalled: %s", ev.Text())
+		}
+	})
+	if tot.OK() || last.Step != StepDone || !strings.Contains(last.Detail, "cancelled") {
+		t.Errorf("totals %+v, last event %s: want a failed, cancelled done", tot, last.Text())
+	}
+	for _, p := range f.Manifest().Sandbox("vm").Processes {
+		if !alive(p.Identity) {
+			t.Errorf("%d %s died though the teardown was cancelled", p.PID, p.Comm)
+		}
+	}
+}
