@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -50,6 +52,10 @@ func (r *run) forced(ctx context.Context) {
 func (r *run) cgroupKill(ctx context.Context) bool {
 	if err := RefuseCgroup(r.p.CgroupDir, r.e.protected); err != nil {
 		r.fail(StepCgroupKill, 0, "", "", err)
+		return false
+	}
+	if why := r.cgroupNotOurs(nil); why != "" {
+		r.event(Event{Step: StepCgroupKill, Status: Skip, Detail: why + ": falling back to per-process SIGKILL"})
 		return false
 	}
 	detail := "killed every process in " + r.p.Cgroup
@@ -97,6 +103,32 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 		r.dead[p.ID] = true
 	}
 	return len(r.live()) == 0
+}
+
+// cgroupNotOurs says why the plan's cgroup may no longer be killed whole,
+// or "" when it still may. cgroup.kill kills whatever is in the cgroup when
+// it runs, and the plan may be minutes old (the operator took time to
+// confirm): so the cgroup is judged again on a fresh scan, by the model's
+// own rule for a dedicated cgroup, right before every cgroup.kill. snap is
+// a scan to judge by; nil scans now.
+func (r *run) cgroupNotOurs(snap *proc.Snapshot) string {
+	if snap == nil {
+		var err error
+		if snap, err = r.scan(); err != nil {
+			return "cannot rescan to check the cgroup: " + err.Error()
+		}
+	}
+	v := model.Build(snap, r.e.rules, r.p.View)
+	sb := v.Sandbox(r.p.Target)
+	for _, p := range snap.Procs {
+		if p.Zombie() || (p.Cgroup != r.p.Cgroup && !strings.HasPrefix(p.Cgroup, r.p.Cgroup+"/")) {
+			continue
+		}
+		if sb == nil || v.SandboxOf(p.ID()) != sb {
+			return fmt.Sprintf("pid %d (%s) in %s is not the target's", p.PID, p.Comm, r.p.Cgroup)
+		}
+	}
+	return ""
 }
 
 // freezerKill returns false when the caller must fall back.

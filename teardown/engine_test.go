@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -489,4 +490,47 @@ func TestTeardownCancelled(t *testing.T) {
 			t.Errorf("%d %s died though the teardown was cancelled", p.PID, p.Comm)
 		}
 	}
+}
+
+// cgroup.kill kills whatever is in the cgroup when it runs. A process moved
+// into the target's cgroup after the plan (the operator took a minute to
+// confirm) is not the target's: the engine must notice and signal the
+// target's processes one by one instead.
+func TestTeardownCgroupJoinedAfterPlan(t *testing.T) {
+	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "cube", Runtime: fleet.Cube}}})
+	rules := model.Effective(nil, true)
+	v := liveView(t, rules)
+	sb, err := v.Resolve(f.Manifest().Sandbox("cube").ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := New(Options{Rules: rules})
+	plan, err := PlanSandbox(v, sb, PlanOptions{Grace: 0, Protected: eng.Protected()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.CgroupDir == "" {
+		t.Fatalf("setup: %s has no dedicated cgroup", sb.ID)
+	}
+	stranger := startSleep(t)
+	t.Cleanup(func() { stranger.Process.Kill(); reap(stranger) })
+	if err := os.WriteFile(filepath.Join(plan.CgroupDir, "cgroup.procs"), []byte(strconv.Itoa(stranger.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	var events []Event
+	tot := eng.Run(context.Background(), plan, func(ev Event) { events = append(events, ev); t.Logf("[%s] %s", ev.Status, ev.Text()) })
+	if !alive(identity(t, stranger.Process.Pid)) {
+		t.Fatal("the process that joined the cgroup after the plan was killed")
+	}
+	for _, ev := range events {
+		if ev.Step == StepCgroupKill && ev.Status == OK {
+			t.Errorf("cgroup.kill ran on a cgroup holding a stranger: %s", ev.Text())
+		}
+	}
+	for _, p := range f.Manifest().Sandbox("cube").Processes {
+		if alive(p.Identity) {
+			t.Errorf("target process %d %s survived", p.PID, p.Comm)
+		}
+	}
+	_ = tot // the stranger keeps the cgroup populated: cleanup cannot remove it, which is right
 }

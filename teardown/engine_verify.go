@@ -62,7 +62,11 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		if len(left) == 0 {
 			detail := fmt.Sprintf("fresh scan: nothing of %s remains", r.p.Target)
 			if r.p.CgroupDir != "" {
-				detail += "; " + r.p.Cgroup + " is empty"
+				if pids, _ := ReadProcs(r.p.CgroupDir); len(pids) > 0 {
+					detail += fmt.Sprintf("; %s still holds %d processes that are not the target's (%v), left alone", r.p.Cgroup, len(pids), pids)
+				} else {
+					detail += "; " + r.p.Cgroup + " is empty"
+				}
 			}
 			if len(zombies) > 0 {
 				detail += "; " + strings.Join(zombies, "; ")
@@ -83,7 +87,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			r.pinPIDs([]int{p.PID}, 0)
 		}
 		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %d processes still in %s (%d new): killing them", round, len(left), r.p.Target, fresh)})
-		if r.p.CgroupDir != "" {
+		if r.p.CgroupDir != "" && r.cgroupNotOurs(snap) == "" {
 			if err := Kill(r.p.CgroupDir); err == nil {
 				r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: "killed every process in " + r.p.Cgroup + " again"})
 			}
@@ -159,17 +163,9 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []st
 			in[p.PID] = p
 		}
 	}
-	for _, dir := range []string{r.p.CgroupDir, r.p.FreezerDir} {
-		if dir == "" {
-			continue
-		}
-		pids, _ := ReadProcs(dir)
-		for _, pid := range pids {
-			if p := snap.ByPID[pid]; p != nil {
-				in[pid] = p
-			}
-		}
-	}
+	// Being in the target's cgroup proves nothing by itself: a process
+	// moved there since the plan is not the target's, and the fresh view
+	// above already holds every process of the cgroup that is.
 	for _, p := range snap.Procs { // snap order keeps the report stable
 		q := in[p.PID]
 		if q == nil {
