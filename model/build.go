@@ -27,6 +27,24 @@ type Builder struct {
 	claimed map[claimKey]*claimMemo
 	// gen counts Build calls; a memo not used by the latest is dropped.
 	gen uint64
+	// scratch is the per-process state of a Build, indexed by position in
+	// the snapshot.
+	scratch scratch
+}
+
+// scratch holds the slices a Build indexes by process position (see
+// pidIndex). Only ix outlives a Build (see Build).
+type scratch struct {
+	ix    pidIndex
+	owner []*Sandbox
+	via   []Via
+	by    []string // matcher that recognised the process (rule 1)
+	// found and walked cache the ancestor walk of attributeByAncestor.
+	found  []*Sandbox
+	walked []bool
+	// members holds each attributed process's Member while finish builds
+	// the trees.
+	members []*Member
 }
 
 // matchMemo is a remembered rule match. The inputs besides the identity are
@@ -95,15 +113,19 @@ func (b *Builder) sweep() {
 // build holds the working state of one Build call.
 type build struct {
 	*Builder
-	snap   *proc.Snapshot
-	prev   *View
-	byID   map[string]*Sandbox
-	owner  map[int]*Sandbox // pid → sandbox
-	via    map[int]Via
-	by     map[int]string               // pid → matcher that recognised it (rule 1)
-	procs  map[*Sandbox][]*proc.Process // members, in attribution order
-	rules  map[*Sandbox][]*Rule
-	firstR map[*Sandbox]int // lowest rule index that matched the sandbox
+	snap *proc.Snapshot
+	prev *View
+	byID map[string]*Sandbox
+	// ix finds a pid's position in snap.Procs; owner, via and by are
+	// indexed by that position. attributed counts the non-nil owners.
+	ix         *pidIndex
+	owner      []*Sandbox
+	via        []Via
+	by         []string
+	attributed int
+	procs      map[*Sandbox][]*proc.Process // members, in attribution order
+	rules      map[*Sandbox][]*Rule
+	firstR     map[*Sandbox]int // lowest rule index that matched the sandbox
 	// matchedArgv keeps, per sandbox, the processes a rule matched, for
 	// the socket-supervisor test (the flag is on the matched process).
 	matched map[*Sandbox][]matchedProc
@@ -124,17 +146,19 @@ type matchedProc struct {
 // its identity lives (sticky attribution).
 func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	b.gen++
-	// The per-pid maps are sized for every process: on a host that runs
-	// sandboxes most processes are in one, and growing them cost a tenth of
-	// a Build at 10,000 processes.
+	n := len(snap.Procs)
+	sc := &b.scratch
+	sc.ix.reset(snap.Procs)
+	sc.owner, sc.via, sc.by = grown(sc.owner, n), grown(sc.via, n), grown(sc.by, n)
 	w := &build{
 		Builder: b,
 		snap:    snap,
 		prev:    prev,
 		byID:    map[string]*Sandbox{},
-		owner:   make(map[int]*Sandbox, len(snap.Procs)),
-		via:     make(map[int]Via, len(snap.Procs)),
-		by:      make(map[int]string, len(snap.Procs)),
+		ix:      &sc.ix,
+		owner:   sc.owner,
+		via:     sc.via,
+		by:      sc.by,
 		rules:   map[*Sandbox][]*Rule{},
 		firstR:  map[*Sandbox]int{},
 		procs:   map[*Sandbox][]*proc.Process{},
@@ -151,6 +175,10 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	w.attributeSticky()
 	v := w.finish()
 	b.sweep()
+	// Only the pid index is kept for the next Build: the per-position
+	// slices are cheap to allocate, and a Builder holding them between
+	// refreshes would add to the watch loop's resident memory for nothing.
+	b.scratch = scratch{ix: b.scratch.ix}
 	return v
 }
 
@@ -193,10 +221,22 @@ func (w *build) addVars(sb *Sandbox, vars map[string]string) {
 	}
 }
 
-func (w *build) assign(p *proc.Process, sb *Sandbox, via Via) {
-	w.owner[p.PID] = sb
-	w.via[p.PID] = via
+// assign makes p, at position i of the snapshot, a member of sb.
+func (w *build) assign(i int, p *proc.Process, sb *Sandbox, via Via) {
+	if w.owner[i] == nil {
+		w.attributed++
+	}
+	w.owner[i] = sb
+	w.via[i] = via
 	w.procs[sb] = w.procChunks.add(w.procs[sb], p)
+}
+
+// ownerOf returns the sandbox the process with pid is in, or nil.
+func (w *build) ownerOf(pid int) *Sandbox {
+	if i := w.ix.of(pid); i >= 0 {
+		return w.owner[i]
+	}
+	return nil
 }
 
 // chunkLen is the capacity of a list started from a chunks: about the
@@ -230,7 +270,7 @@ func (w *build) attributeByRule() {
 	// four map lookups a process.
 	var last *Sandbox
 	var lastRule *Rule
-	for _, p := range w.snap.Procs {
+	for i, p := range w.snap.Procs {
 		if w.excluded(p) {
 			continue
 		}
@@ -246,9 +286,9 @@ func (w *build) attributeByRule() {
 			sb = w.sandbox(m.ID, m)
 			last, lastRule = sb, m.Rule
 		}
-		w.assign(p, sb, ViaRule)
+		w.assign(i, p, sb, ViaRule)
 		w.matched[sb] = w.matchedChunks.add(w.matched[sb], matchedProc{p, m})
-		w.by[p.PID] = m.By
+		w.by[i] = m.By
 	}
 }
 
@@ -257,9 +297,9 @@ func (w *build) attributeByRule() {
 // group, and kills it with killpg).
 func (w *build) attributeByGroup() {
 	groups := map[int]*Sandbox{}
-	for _, p := range w.snap.Procs {
-		sb := w.owner[p.PID]
-		if sb == nil || w.via[p.PID] != ViaRule || p.PGID <= 1 {
+	for i, p := range w.snap.Procs {
+		sb := w.owner[i]
+		if sb == nil || w.via[i] != ViaRule || p.PGID <= 1 {
 			continue
 		}
 		if m, _ := w.match(p); m.Rule == nil || !m.Rule.ProcessGroup {
@@ -277,9 +317,9 @@ func (w *build) attributeByGroup() {
 	if len(groups) == 0 {
 		return
 	}
-	for _, p := range w.snap.Procs {
-		if sb, ok := groups[p.PGID]; ok && w.owner[p.PID] == nil && !w.excluded(p) {
-			w.assign(p, sb, ViaGroup)
+	for i, p := range w.snap.Procs {
+		if sb, ok := groups[p.PGID]; ok && w.owner[i] == nil && !w.excluded(p) {
+			w.assign(i, p, sb, ViaGroup)
 		}
 	}
 }
@@ -287,36 +327,40 @@ func (w *build) attributeByGroup() {
 // Rule 2: an unmatched process inherits the sandbox of its nearest member
 // ancestor.
 func (w *build) attributeByAncestor() {
-	// found caches the answer for every pid walked, so the pass is linear.
-	found := make(map[int]*Sandbox, len(w.snap.Procs))
+	// found caches the answer for every process walked (by position; walked
+	// says which are cached), so the pass is linear.
+	sc := &w.scratch
+	found := grown(sc.found, len(w.snap.Procs))
+	walked := grown(sc.walked, len(w.snap.Procs))
+	sc.found, sc.walked = found, walked
 	var chain []int
-	for _, p := range w.snap.Procs {
-		if w.owner[p.PID] != nil || w.excluded(p) {
+	for i, p := range w.snap.Procs {
+		if w.owner[i] != nil || w.excluded(p) {
 			continue
 		}
 		chain = chain[:0]
 		var sb *Sandbox
-		cur := p
-		for steps := 0; cur != nil && steps <= len(w.snap.Procs); steps++ {
-			if s, ok := found[cur.PID]; ok {
+		for cur, steps := i, 0; cur >= 0 && steps <= len(w.snap.Procs); steps++ {
+			if walked[cur] {
+				sb = found[cur]
+				break
+			}
+			if s := w.owner[cur]; s != nil {
 				sb = s
 				break
 			}
-			if s := w.owner[cur.PID]; s != nil {
-				sb = s
+			q := w.snap.Procs[cur]
+			if w.excluded(q) {
 				break
 			}
-			if w.excluded(cur) {
-				break
-			}
-			chain = append(chain, cur.PID)
-			cur = w.snap.ByPID[cur.PPID]
+			chain = append(chain, cur)
+			cur = w.ix.of(q.PPID)
 		}
-		for _, pid := range chain {
-			found[pid] = sb
+		for _, k := range chain {
+			found[k], walked[k] = sb, true
 		}
 		if sb != nil {
-			w.assign(p, sb, ViaAncestor)
+			w.assign(i, p, sb, ViaAncestor)
 		}
 	}
 }
@@ -328,8 +372,8 @@ func (w *build) attributeSticky() {
 		return
 	}
 	joined := false
-	for _, p := range w.snap.Procs {
-		if w.owner[p.PID] != nil || w.excluded(p) {
+	for i, p := range w.snap.Procs {
+		if w.owner[i] != nil || w.excluded(p) {
 			continue
 		}
 		old := w.prev.SandboxOf(p.ID())
@@ -342,7 +386,7 @@ func (w *build) attributeSticky() {
 			// lives on: keep showing it under its old identity.
 			sb = w.sandbox(old.ID, Match{Rule: old.Rule, ID: old.ID, By: old.MatchedBy, Vars: old.Vars})
 		}
-		w.assign(p, sb, ViaSticky)
+		w.assign(i, p, sb, ViaSticky)
 		joined = true
 	}
 	if joined {

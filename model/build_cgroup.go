@@ -27,8 +27,8 @@ func (w *build) attributeByCgroup() {
 				continue
 			}
 			for p := range dir.idx.under(dir.path) {
-				if w.owner[p.PID] == nil {
-					w.assign(p, sb, ViaCgroup)
+				if i := w.ix.of(p.PID); w.owner[i] == nil {
+					w.assign(i, p, sb, ViaCgroup)
 					joined = true
 				}
 			}
@@ -156,7 +156,7 @@ func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
 		if w.excluded(p) {
 			return false
 		}
-		switch owner := w.owner[p.PID]; {
+		switch owner := w.ownerOf(p.PID); {
 		case owner == sb:
 		case owner != nil:
 			return false
@@ -242,7 +242,7 @@ func isCgroupSeparator(r rune) bool {
 // and remembers src's ID as an alias.
 func (w *build) merge(dst, src *Sandbox) {
 	for _, p := range w.procs[src] {
-		w.owner[p.PID] = dst
+		w.owner[w.ix.of(p.PID)] = dst
 	}
 	w.procs[dst] = append(w.procs[dst], w.procs[src]...)
 	w.matched[dst] = append(w.matched[dst], w.matched[src]...)

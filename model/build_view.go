@@ -17,18 +17,20 @@ func (w *build) finish() *View {
 		Host:     w.snap.Hostname,
 		Snapshot: w.snap,
 		byID:     w.byID,
-		byMember: make(map[proc.Identity]*Sandbox, len(w.owner)),
+		byMember: make(map[proc.Identity]*Sandbox, w.attributed),
 	}
 	members := make(map[*Sandbox][]*Member, len(w.procs))
 	for sb, ps := range w.procs {
 		members[sb] = make([]*Member, 0, len(ps))
 	}
-	byPID := make(map[int]*Member, len(w.owner))
-	// One allocation for every Member, as proc does for Processes: a
-	// Member per process per refresh was a tenth of a steady Build.
-	slab := make([]Member, len(w.owner))
-	for _, p := range w.snap.Procs {
-		sb := w.owner[p.PID]
+	// byPos holds the Member of each attributed process, by position.
+	byPos := grown(w.scratch.members, len(w.snap.Procs))
+	w.scratch.members = byPos
+	// One allocation for every Member: a Member per process per refresh was
+	// a tenth of a steady Build.
+	slab := make([]Member, w.attributed)
+	for i, p := range w.snap.Procs {
+		sb := w.owner[i]
 		if sb == nil {
 			if !p.Kernel {
 				v.Unattributed = append(v.Unattributed, p)
@@ -37,17 +39,17 @@ func (w *build) finish() *View {
 		}
 		m := &slab[0]
 		slab = slab[1:]
-		*m = Member{Process: p, Via: w.via[p.PID], MatchedBy: w.by[p.PID]}
-		byPID[p.PID] = m
+		*m = Member{Process: p, Via: w.via[i], MatchedBy: w.by[i]}
+		byPos[i] = m
 		members[sb] = append(members[sb], m)
 		v.byMember[p.ID()] = sb
 	}
 	v.Sandboxes = w.sorted()
 	// A parent per ten members is plenty: a container shim parents them
 	// all, a vm0 chain one each.
-	w.childChunks = newChunks[*Member](len(w.owner) / 10 * chunkLen)
+	w.childChunks = newChunks[*Member](w.attributed / 10 * chunkLen)
 	for _, sb := range v.Sandboxes {
-		w.tree(sb, members[sb], byPID)
+		w.tree(sb, members[sb], byPos)
 		w.supervise(sb)
 		w.badge(sb)
 		sb.Cleanup = w.cleanup(sb)
@@ -57,10 +59,14 @@ func (w *build) finish() *View {
 
 // tree links members to their member parents, picks the root and lays the
 // members out in pre-order.
-func (w *build) tree(sb *Sandbox, ms []*Member, byPID map[int]*Member) {
+func (w *build) tree(sb *Sandbox, ms []*Member, byPos []*Member) {
 	var tops []*Member
 	for _, m := range ms { // ms is in pid order, so children end up by pid
-		if parent := byPID[m.PPID]; parent != nil && w.owner[m.PPID] == sb && m.PPID != m.PID {
+		var parent *Member
+		if i := w.ix.of(m.PPID); i >= 0 && w.owner[i] == sb {
+			parent = byPos[i]
+		}
+		if parent != nil && m.PPID != m.PID {
 			m.Parent = parent
 			parent.Children = w.childChunks.add(parent.Children, m)
 		} else {

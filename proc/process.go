@@ -105,7 +105,8 @@ type Snapshot struct {
 	// Freezers maps a v1 freezer path (as in Process.Freezer) to its state.
 	Freezers map[string]CgroupState
 	// Listeners holds the paths of unix sockets in the listening state
-	// (abstract sockets start with "@").
+	// (abstract sockets start with "@"); nil when /proc/net/unix could not
+	// be read, which is not the same as nothing listening.
 	Listeners map[string]bool
 	// Mounts says where the cgroup hierarchies are mounted.
 	Mounts Mounts

@@ -168,3 +168,13 @@ func fillProcess(p *Process, st *pidStat, sf *static, kernel bool, pageSize uint
 		Partial:  sf.partial,
 	}
 }
+
+// sameStat reports whether fillProcess with st would give p again, given
+// that p was filled from the same cache entry (so its static fields are
+// the entry's): every field stat feeds is compared.
+func sameStat(p *Process, st *pidStat, kernel bool, pageSize uint64) bool {
+	return p.PID == st.pid && p.PPID == st.ppid && p.PGID == st.pgrp && p.SID == st.session &&
+		p.State == st.state && p.Comm == st.comm && p.Start == st.start &&
+		p.Threads == st.threads && p.RSS == uint64(max(st.rss, 0))*pageSize &&
+		p.CPUTicks == st.cpuTicks && p.Flags == st.flags && p.Kernel == kernel
+}

@@ -168,12 +168,12 @@ func (s *Scanner) Seed(snap *Snapshot) {
 // not root) is left empty and marks its process Partial. Only a failure to
 // list the processes at all is an error.
 //
-// The returned Snapshot is never modified afterwards, and its Processes are
-// fresh each scan, but slices in them (Argv, NSpid) are shared between
-// snapshots, and so are the Cgroups, Freezers and Listeners maps while
-// their contents do not change: callers must treat all of it as read-only.
-// A snapshot's Processes are allocated together, so a pointer to one keeps
-// the others of its scan alive.
+// The returned Snapshot is never modified afterwards, and neither is any
+// Process in it. A Process whose fields did not change since the previous
+// scan is the same *Process as in that scan's snapshot; a changed one is
+// fresh. Slices in them (Argv, NSpid) are shared between snapshots, and so
+// are the Cgroups, Freezers and Listeners maps while their contents do not
+// change: callers must treat all of it as read-only.
 func (s *Scanner) Scan() (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -206,17 +206,24 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 		ByPID:      make(map[int]*Process, live),
 		Mounts:     s.mounts,
 	}
-	// One allocation for every Process of the snapshot: the structs must be
-	// fresh (a snapshot is immutable and the UI keeps old ones), but a slab
-	// costs one allocation and one GC object instead of one per process.
-	slab := make([]Process, live)
+	// An identity whose stat shows nothing new since the last scan gets the
+	// same *Process as then: snapshots are immutable, so sharing an unchanged
+	// Process is safe, and on a host of mostly idle processes a refresh then
+	// allocates almost nothing per process. A changed process gets a fresh
+	// one of its own (not a slab: a long-lived idle process would pin its
+	// whole slab).
 	for i := range s.found {
 		f := &s.found[i]
 		if f.gone {
 			continue
 		}
-		p := &slab[len(snap.Procs)]
-		fillProcess(p, &f.st, &f.entry.static, f.st.kernel(kthreadd), s.pageSize)
+		kernel := f.st.kernel(kthreadd)
+		p := f.entry.proc
+		if p == nil || !sameStat(p, &f.st, kernel, s.pageSize) {
+			p = new(Process)
+			fillProcess(p, &f.st, &f.entry.static, kernel, s.pageSize)
+			f.entry.proc = p
+		}
 		snap.Procs = append(snap.Procs, p)
 		snap.ByPID[p.PID] = p
 		if p.Partial {
@@ -226,9 +233,11 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 	s.cache.sweep(s.gen)
 	snap.Cgroups, snap.Freezers = s.cgroupStates(snap.Procs)
 	// The socket table is an extra; failing to read it must not cost the
-	// whole snapshot, so an unreadable table shows as no listeners.
+	// whole snapshot.
 	if snap.Listeners, err = s.listeners.read(s.root); err != nil {
-		snap.Listeners = map[string]bool{}
+		// nil, not empty: "cannot tell" must not read as "nothing listens",
+		// which would mark every socket-supervised sandbox an orphan.
+		snap.Listeners = nil
 	}
 	return snap, nil
 }

@@ -40,6 +40,12 @@ type cacheEntry struct {
 	static
 	// gen is the last scan generation that saw this identity.
 	gen uint64
+	// proc is the Process the last scan handed out for this identity, built
+	// from this entry's static fields. The next scan hands out the same
+	// pointer when stat shows nothing new (see sameStat), so an idle process
+	// costs no allocation; a Process is never written once handed out,
+	// which is what lets snapshots share it.
+	proc *Process
 }
 
 func newScanCache() scanCache {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,8 +187,24 @@ func TestScanLiveCache(t *testing.T) {
 	}
 	second := scan(t, s)
 	p1, p2 := first.ByPID[pid], second.ByPID[pid]
-	if p2 == nil || p1 == p2 || &p1.Argv[0] != &p2.Argv[0] {
-		t.Fatalf("refresh: want a fresh *Process sharing the cached argv; got %p/%p", p1, p2)
+	// A sleeping child's stat does not change between two quick scans, so
+	// its *Process is shared; if it did change (it was scheduled), the
+	// Process must be fresh and the old one untouched.
+	switch {
+	case p2 == nil || &p1.Argv[0] != &p2.Argv[0]:
+		t.Fatalf("refresh: want the child with the cached argv; got %p/%p", p1, p2)
+	case p1 == p2:
+	case reflect.DeepEqual(*p1, *p2):
+		t.Errorf("refresh: a fresh *Process for an unchanged child (%+v), want the previous one shared", *p2)
+	}
+	shared := 0
+	for _, p := range second.Procs {
+		if first.ByPID[p.PID] == p {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Errorf("refresh shared no *Process among %d processes; idle ones must be shared", len(second.Procs))
 	}
 	births := 0
 	for _, p := range second.Procs {

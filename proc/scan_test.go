@@ -337,8 +337,8 @@ func TestScanCacheFixture(t *testing.T) {
 		}
 		for _, p := range first.Procs {
 			q := second.ByPID[p.PID]
-			if q == p {
-				t.Errorf("pid %d: the same *Process in two snapshots", p.PID)
+			if q != p {
+				t.Errorf("pid %d: unchanged process got a new *Process, want the previous one shared", p.PID)
 			}
 			if len(p.Argv) > 0 && &q.Argv[0] != &p.Argv[0] {
 				t.Errorf("pid %d: argv was copied or re-read, want the cached slice", p.PID)
@@ -346,6 +346,35 @@ func TestScanCacheFixture(t *testing.T) {
 			if !reflect.DeepEqual(p, q) {
 				t.Errorf("pid %d changed between scans of an unchanged tree:\n%+v\n%+v", p.PID, *p, *q)
 			}
+		}
+	})
+
+	t.Run("a changed process is fresh, the unchanged shared", func(t *testing.T) {
+		before := scan(t, s)
+		busy := runner
+		busy.state = 'R'
+		if err := busy.write(filepath.Join(root, "proc", "300")); err != nil {
+			t.Fatal(err)
+		}
+		after := scan(t, s)
+		if s.reads.static() != 0 {
+			t.Errorf("reads = %+v, want no static re-read for a state change", s.reads)
+		}
+		for _, p := range before.Procs {
+			q := after.ByPID[p.PID]
+			switch {
+			case p.PID == 300 && (q == p || q.State != 'R' || p.State != 'S'):
+				t.Errorf("pid 300: %p state %c -> %p state %c, want a fresh *Process in state R and the old one left S",
+					p, p.State, q, q.State)
+			case p.PID != 300 && q != p:
+				t.Errorf("pid %d: unchanged process got a new *Process", p.PID)
+			}
+		}
+		if err := runner.write(filepath.Join(root, "proc", "300")); err != nil {
+			t.Fatal(err)
+		}
+		if q := scan(t, s).ByPID[300]; q == after.ByPID[300] || q.State != 'S' {
+			t.Errorf("pid 300 back to S: got %p state %c, want a fresh *Process in state S", q, q.State)
 		}
 	})
 

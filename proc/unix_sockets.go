@@ -2,9 +2,7 @@ package proc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strconv"
 )
@@ -20,8 +18,8 @@ const maxNetUnix = 64 << 20
 
 // readListeners reads <procRoot>/net/unix. That file shows the sockets of the
 // reader's network namespace only, so a sandbox in its own network namespace
-// keeps its listeners out of sight. A missing file (no AF_UNIX, or a fixture
-// without it) gives no listeners.
+// keeps its listeners out of sight. A missing or unreadable file is an
+// error: the caller must not take "cannot tell" for "nothing listens".
 func readListeners(procRoot string) (map[string]bool, error) {
 	var c listenerCache
 	return c.read(procRoot)
@@ -42,11 +40,8 @@ func (c *listenerCache) read(procRoot string) (map[string]bool, error) {
 	}
 	path := filepath.Join(procRoot, "net", "unix")
 	data, err := readFileInto(path, &c.buf, maxNetUnix, false)
-	if errors.Is(err, fs.ErrNotExist) {
-		c.m, c.last = map[string]bool{}, c.last[:0]
-		return c.m, nil
-	}
 	if err != nil {
+		c.m, c.last = nil, c.last[:0]
 		return nil, fmt.Errorf("read unix sockets: %w", err)
 	}
 	if c.m != nil && bytes.Equal(data, c.last) {
