@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -19,25 +20,6 @@ import (
 // nodes, and makes it a child subreaper so nothing a fleet strands ends up
 // under a PID 1 that does not reap.
 func TestMain(m *testing.M) { fleet.Main(m) }
-
-// sandboxFleet starts a fleet and closes it when the test ends; Close fails
-// the test if anything of the fleet leaked.
-func sandboxFleet(t *testing.T, spec fleet.Spec) *fleet.Fleet {
-	t.Helper()
-	requireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, err := fleet.Start(ctx, spec, fleet.Options{})
-	if err != nil {
-		t.Fatalf("start fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("fleet close: %v", err)
-		}
-	})
-	return f
-}
 
 // result is one teardown as the tests see it.
 type result struct {
@@ -56,20 +38,6 @@ func (r result) has(step string, status Status, detail string) bool {
 	return false
 }
 
-func liveView(t *testing.T, rules model.Rules) *model.View {
-	t.Helper()
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return model.Build(snap, rules, nil)
-}
-
 // tearDown plans and runs the teardown of the fleet's sandbox called name,
 // and checks what every test must hold: nothing of the sandbox survives,
 // every other process that lived before still lives, and a fresh scan
@@ -82,7 +50,7 @@ func tearDown(t *testing.T, f *fleet.Fleet, name string, grace time.Duration) re
 		t.Fatalf("no sandbox %q in the fleet", name)
 	}
 	rules := model.Effective(nil, true)
-	v := liveView(t, rules)
+	v := fleettest.View(t, rules)
 	sb, err := v.Resolve(target.ID)
 	if err != nil {
 		t.Fatalf("sandbox %s (%s) not found by the model: %v", name, target.ID, err)
@@ -128,7 +96,7 @@ func tearDown(t *testing.T, f *fleet.Fleet, name string, grace time.Duration) re
 			t.Errorf("bystander harmed: %d %s (%s)", p.PID, p.Comm, p.Role)
 		}
 	}
-	after := liveView(t, rules)
+	after := fleettest.View(t, rules)
 	if left := after.Sandbox(sb.ID); left != nil && !left.Dead {
 		t.Errorf("fresh scan still finds %s with %d members", sb.ID, len(left.Members))
 	}
@@ -155,12 +123,12 @@ func zombie(id proc.Identity) bool {
 // tree left its children running. The whole 3-level tree must go, leaf
 // first, with SIGTERM honoured inside the grace.
 func TestTeardownSessionTree(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "session", Runtime: fleet.Cloudflare},
 		{Name: "neighbour", Runtime: fleet.VM0},
 	}})
 	depth := 0
-	for _, m := range liveView(t, model.Effective(nil, true)).Sandbox(f.Manifest().Sandbox("session").ID).Members {
+	for _, m := range fleettest.View(t, model.Effective(nil, true)).Sandbox(f.Manifest().Sandbox("session").ID).Members {
 		depth = max(depth, m.Depth)
 	}
 	if depth < 2 {
@@ -188,7 +156,7 @@ func TestTeardownSessionTree(t *testing.T) {
 // process group under the runner. A managed sandbox is only killed (its
 // runner cleans up); an orphan is killed and its workspace removed.
 func TestTeardownVM0(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "managed", Runtime: fleet.VM0},
 		{Name: "orphan", Runtime: fleet.VM0, Orphan: true},
 	}})
@@ -233,7 +201,7 @@ func TestTeardownVM0(t *testing.T) {
 // Seeds 002 and 004 (boxlite): killing the outer bwrap leaves the inner
 // pid-namespace tree running. The box's dedicated cgroup is killed whole.
 func TestTeardownBoxInPidNamespace(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "box", Runtime: fleet.Boxlite, Detached: true},
 		{Name: "other-box", Runtime: fleet.Boxlite, Detached: true},
 	}})
@@ -254,7 +222,7 @@ func TestTeardownBoxInPidNamespace(t *testing.T) {
 // frozen task cannot act on SIGTERM: thaw, then kill. Also a v1-frozen
 // sandbox (its tasks die only on thaw) and a SIGSTOPped one.
 func TestTeardownPaused(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "frozen-v2", Runtime: fleet.Cube, Pause: fleet.PauseFreeze},
 		{Name: "frozen-v1", Runtime: fleet.Cube, Pause: fleet.PauseFreezerV1},
 		{Name: "stopped", Runtime: fleet.Docker, Pause: fleet.PauseStop},
@@ -277,7 +245,7 @@ func TestTeardownPaused(t *testing.T) {
 
 // A member that ignores SIGTERM is killed once the grace runs out.
 func TestTeardownIgnoresSIGTERM(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "stubborn", Runtime: fleet.Containerd, IgnoreTERM: true},
 		{Name: "stubborn-vm", Runtime: fleet.VM0, IgnoreTERM: true},
 	}})
@@ -296,7 +264,7 @@ func TestTeardownIgnoresSIGTERM(t *testing.T) {
 // A tree that keeps forking while it is killed, with a dedicated cgroup
 // (cgroup.kill catches the newborn) and without (stopped top-down first).
 func TestTeardownForker(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "forker-cgroup", Runtime: fleet.Docker, Forker: true},
 		{Name: "forker-tree", Runtime: fleet.VM0, Forker: true},
 	}})
@@ -314,7 +282,7 @@ func TestTeardownForker(t *testing.T) {
 // An escaped double-forked child left the tree but not the cgroup: the
 // model finds it there and the cgroup kill takes it.
 func TestTeardownEscapedChild(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "escape", Runtime: fleet.Docker, Escape: true},
 		{Name: "neighbour", Runtime: fleet.Docker},
 	}})
@@ -333,7 +301,7 @@ func TestTeardownEscapedChild(t *testing.T) {
 // Zombies count as gone; once their parent dies they are re-parented and
 // reaped.
 func TestTeardownZombies(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "zombies", Runtime: fleet.Containerd, Zombies: 3},
 	}})
 	r := tearDown(t, f, "zombies", DefaultGrace)
@@ -345,7 +313,7 @@ func TestTeardownZombies(t *testing.T) {
 // A sandbox sharing its cgroup with a bystander has no cgroup of its own:
 // no cgroup.kill, and the bystander and a sibling of the root live.
 func TestTeardownSharedCgroup(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{
+	f := fleettest.Start(t, fleet.Spec{
 		Sandboxes: []fleet.SandboxSpec{{Name: "cube", Runtime: fleet.Cube}},
 		Bystanders: []fleet.BystanderSpec{
 			{Role: "cgroup-mate", Argv: []string{"cgroup-mate", "--wait"}, CgroupOf: "cube"},
@@ -367,7 +335,7 @@ func TestTeardownSharedCgroup(t *testing.T) {
 func TestTeardownPIDReuse(t *testing.T) {
 	var plan *Plan
 	_, b := reusedPID(t, func(a proc.Identity) {
-		v := liveView(t, nil)
+		v := fleettest.View(t, nil)
 		var err error
 		if plan, err = PlanSubtree(v, a.PID, PlanOptions{}); err != nil {
 			t.Fatalf("plan: %v", err)
@@ -397,12 +365,12 @@ func TestTeardownPIDReuse(t *testing.T) {
 // PID 1, sandtop itself, its ancestors, kernel threads and a sandbox's
 // supervisor are refused before anything is signalled.
 func TestTeardownRefusals(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
 	runner := f.Manifest().Sandbox("vm").Supervisor
 	if runner == nil {
 		t.Fatal("vm0 sandbox without a runner")
 	}
-	v := liveView(t, model.Effective(nil, true))
+	v := fleettest.View(t, model.Effective(nil, true))
 	eng, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -433,7 +401,7 @@ func TestTeardownRefusals(t *testing.T) {
 
 // `kill --pid`: a subtree inside a sandbox goes, the rest of the sandbox stays.
 func TestTeardownSubtree(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
 	sbm := f.Manifest().Sandbox("vm")
 	var fc fleet.Process
 	for _, p := range sbm.Processes {
@@ -444,7 +412,7 @@ func TestTeardownSubtree(t *testing.T) {
 	if fc.PID == 0 {
 		t.Fatalf("no firecracker in %+v", sbm.Processes)
 	}
-	v := liveView(t, model.Effective(nil, true))
+	v := fleettest.View(t, model.Effective(nil, true))
 	eng, _ := New(Options{})
 	plan, err := PlanSubtree(v, fc.PID, PlanOptions{Grace: DefaultGrace, Protected: eng.Protected()})
 	if err != nil {
@@ -461,9 +429,9 @@ func TestTeardownSubtree(t *testing.T) {
 
 // A teardown cancelled before it starts signals nothing, and says so.
 func TestTeardownCancelled(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "vm", Runtime: fleet.VM0}}})
 	rules := model.Effective(nil, true)
-	v := liveView(t, rules)
+	v := fleettest.View(t, rules)
 	sb, err := v.Resolve(f.Manifest().Sandbox("vm").ID)
 	if err != nil {
 		t.Fatal(err)
@@ -497,9 +465,9 @@ func TestTeardownCancelled(t *testing.T) {
 // confirm) is not the target's: the engine must notice and signal the
 // target's processes one by one instead.
 func TestTeardownCgroupJoinedAfterPlan(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "cube", Runtime: fleet.Cube}}})
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "cube", Runtime: fleet.Cube}}})
 	rules := model.Effective(nil, true)
-	v := liveView(t, rules)
+	v := fleettest.View(t, rules)
 	sb, err := v.Resolve(f.Manifest().Sandbox("cube").ID)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -34,7 +35,7 @@ type permReport struct {
 // report every one as a survivor, and touch nothing: every process of the
 // fleet lives on, by identity.
 func TestTorturePermissions(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "vm", Runtime: fleet.VM0},
 		{Name: "box", Runtime: fleet.Docker, Leaves: 2},
 	}})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -43,7 +44,7 @@ func TestTortureWatchResources(t *testing.T) {
 	dur := envDuration(t, "TORTURE_WATCH", defaultWatch)
 	// Fork loops in four runtimes' shapes, a paused and an orphaned
 	// sandbox: the fleet churns processes and cgroup states all along.
-	sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "fork-docker", Runtime: fleet.Docker, Forker: true, Leaves: 5},
 		{Name: "fork-vm", Runtime: fleet.VM0, Forker: true},
 		{Name: "fork-session", Runtime: fleet.Cloudflare, Forker: true},
@@ -152,7 +153,7 @@ func TestTortureEngineDescriptors(t *testing.T) {
 		}
 		defer reap(tree)
 		waitChildren(t, tree.Process.Pid, 2)
-		plan, err := PlanSubtree(liveView(t, nil), tree.Process.Pid, PlanOptions{Grace: grace, Protected: eng.Protected()})
+		plan, err := PlanSubtree(fleettest.View(t, nil), tree.Process.Pid, PlanOptions{Grace: grace, Protected: eng.Protected()})
 		if err != nil {
 			t.Fatal(err)
 		}

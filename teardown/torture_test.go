@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -112,7 +113,7 @@ func TestTortureTrials(t *testing.T) {
 					t.Logf("spec: %s", js)
 				}
 			})
-			f := sandboxFleet(t, spec)
+			f := fleettest.Start(t, spec)
 			if spec.Sandboxes[0].Forker || spec.Sandboxes[k-1].Forker {
 				time.Sleep(50 * time.Millisecond) // let fork loops get going
 			}
@@ -163,7 +164,7 @@ func tortureTeardown(t *testing.T, f *fleet.Fleet, name string, grace time.Durat
 	m := f.Manifest()
 	target := m.Sandbox(name)
 	rules := model.Effective(nil, true)
-	v := liveView(t, rules)
+	v := fleettest.View(t, rules)
 	sb, err := v.Resolve(target.ID)
 	if err != nil {
 		t.Errorf("%s (%s %s) not found by the model: %v", name, target.Runtime, target.ID, err)
@@ -207,7 +208,7 @@ func tortureTeardown(t *testing.T, f *fleet.Fleet, name string, grace time.Durat
 			left[p.Identity] = p.Comm
 		}
 	}
-	after := liveView(t, rules)
+	after := fleettest.View(t, rules)
 	if sbAfter := after.Sandbox(sb.ID); sbAfter != nil && !sbAfter.Dead {
 		for _, mb := range sbAfter.Members {
 			if !mb.Zombie() {
@@ -256,7 +257,7 @@ func tortureTeardown(t *testing.T, f *fleet.Fleet, name string, grace time.Durat
 // sandbox dies, or the done event fails and names each survivor with the
 // freezer as its reason; and the bystander is left alive and frozen.
 func TestTortureSharedV1Freezer(t *testing.T) {
-	f := sandboxFleet(t, fleet.Spec{
+	f := fleettest.Start(t, fleet.Spec{
 		Sandboxes: []fleet.SandboxSpec{{Name: "paused", Runtime: fleet.Cube, Pause: fleet.PauseFreezerV1}},
 		Bystanders: []fleet.BystanderSpec{
 			{Role: "cgroup-mate", Argv: []string{"cgroup-mate", "--wait"}, CgroupOf: "paused"},
@@ -268,7 +269,7 @@ func TestTortureSharedV1Freezer(t *testing.T) {
 	}
 	mate := m.Bystanders[0]
 	rules := model.Effective(nil, true)
-	v := liveView(t, rules)
+	v := fleettest.View(t, rules)
 	sb, err := v.Resolve(m.Sandbox("paused").ID)
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +317,7 @@ func TestTortureSharedV1Freezer(t *testing.T) {
 func TestTortureV1FrozenWithZombie(t *testing.T) {
 	for _, grace := range []time.Duration{0, 200 * time.Millisecond} {
 		t.Run(fmt.Sprintf("grace=%s", grace), func(t *testing.T) {
-			f := sandboxFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+			f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 				{Name: "paused", Runtime: fleet.Cube, Pause: fleet.PauseFreezerV1, Zombies: 1},
 			}})
 			if f.Manifest().Sandbox("paused").Paused != fleet.PauseFreezerV1 {

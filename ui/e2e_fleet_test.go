@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,25 +8,11 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
 )
-
-// liveView scans the host once with rules.
-func liveView(t *testing.T, rules model.Rules) *model.View {
-	t.Helper()
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return model.Build(snap, rules, nil)
-}
 
 // TestFleetTeardownEndToEnd runs the real thing against real processes: a
 // sandsim fleet, the real scanner and presets, the real teardown engine.
@@ -36,29 +20,16 @@ func liveView(t *testing.T, rules model.Rules) *model.View {
 // engine's steps stream in and the sandbox leave the list, then checks with
 // a fresh scan that every process of it is gone and the others live.
 func TestFleetTeardownEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the fleet's sandboxes live in cgroups it makes")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, err := fleet.Start(ctx, fleet.Spec{Scenario: "ui-e2e", Sandboxes: []fleet.SandboxSpec{
+	f := fleettest.Start(t, fleet.Spec{Scenario: "ui-e2e", Sandboxes: []fleet.SandboxSpec{
 		{Name: "target", Runtime: fleet.Containerd, Zombies: 1},
 		{Name: "vm", Runtime: fleet.VM0},
 		{Name: "box", Runtime: fleet.Boxlite, Detached: true},
-	}}, fleet.Options{})
-	if err != nil {
-		t.Fatalf("start fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("fleet close: %v", err)
-		}
-	})
+	}})
 	man := f.Manifest()
 	target := man.Sandbox("target").ID
 
 	rules := model.Effective(nil, true)
-	before := liveView(t, rules)
+	before := fleettest.View(t, rules)
 	sb := before.Sandbox(target)
 	if sb == nil {
 		t.Fatalf("sandtop does not see the fleet's sandbox %s", target)
@@ -113,7 +84,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 		t.Errorf("%d teardown steps failed:\n%s", fm.panel.failed, fm.panel.vp.View())
 	}
 
-	after := liveView(t, rules)
+	after := fleettest.View(t, rules)
 	if after.Sandbox(target) != nil {
 		t.Errorf("a fresh scan still finds sandbox %s", target)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
@@ -29,25 +28,6 @@ func sandtop(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = run(args, strings.NewReader(""), &out, &errOut)
 	return code, out.String(), errOut.String()
-}
-
-func startFleet(t *testing.T, spec fleet.Spec) fleet.Manifest {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("sandsim fleets with cgroups need root")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, err := fleet.Start(ctx, spec, fleet.Options{})
-	if err != nil {
-		t.Fatalf("start fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			t.Errorf("fleet close: %v", err)
-		}
-	})
-	return f.Manifest()
 }
 
 func listJSON(t *testing.T, args ...string) model.Document {
@@ -80,7 +60,7 @@ func alive(id proc.Identity) bool {
 // TestListJSONFleet checks grouping and every badge against real process
 // trees: members, roots, supervisors, badges and dedicated cgroups.
 func TestListJSONFleet(t *testing.T) {
-	m := startFleet(t, fleet.Spec{
+	m := fleettest.Start(t, fleet.Spec{
 		Sandboxes: []fleet.SandboxSpec{
 			{Name: "vm-managed", Runtime: fleet.VM0},
 			{Name: "vm-orphan", Runtime: fleet.VM0, Orphan: true},
@@ -92,7 +72,7 @@ func TestListJSONFleet(t *testing.T) {
 			{Name: "stopped", Runtime: fleet.Docker, Pause: fleet.PauseStop},
 		},
 		Bystanders: []fleet.BystanderSpec{{Role: "cgroup-mate", Argv: []string{"cgroup-mate"}, CgroupOf: "shared"}},
-	})
+	}).Manifest()
 	doc := listJSON(t)
 	tests := []struct {
 		name      string
@@ -248,11 +228,11 @@ func TestKillCommand(t *testing.T) {
 		idA = "aaaa0000000000000000000000000000000000000000000000000000000000a1"
 		idB = "aaaa0000000000000000000000000000000000000000000000000000000000b2"
 	)
-	m := startFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "a", Runtime: fleet.Containerd, ID: idA},
 		{Name: "b", Runtime: fleet.Containerd, ID: idB},
 		{Name: "vm", Runtime: fleet.VM0},
-	}})
+	}}).Manifest()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	stillAlive := func(name string) {
 		t.Helper()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 )
 
 // readmeCommands returns the command lines of README.md's ```sh blocks,
@@ -61,7 +62,7 @@ func TestReadmeCommands(t *testing.T) {
 		for range 6 {
 			specs = append(specs, fleet.SandboxSpec{Runtime: fleet.Containerd})
 		}
-		m := startFleet(t, fleet.Spec{Sandboxes: specs})
+		m := fleettest.Start(t, fleet.Spec{Sandboxes: specs}).Manifest()
 		for _, sb := range m.Sandboxes {
 			ids = append(ids, sb.ID)
 			pids = append(pids, sb.Root().PID)

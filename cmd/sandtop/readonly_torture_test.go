@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/ui"
 )
 
@@ -90,7 +91,7 @@ func TestTortureReadOnlyWatch(t *testing.T) {
 			t.Skipf("%s not installed (make torture installs it)", tool)
 		}
 	}
-	startFleet(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+	fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "vm", Runtime: fleet.VM0},
 		{Name: "orphan", Runtime: fleet.Containerd, Orphan: true},
 		{Name: "paused", Runtime: fleet.Cube, Pause: fleet.PauseFreeze},
