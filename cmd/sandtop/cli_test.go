@@ -344,3 +344,17 @@ func TestRulesHelpExample(t *testing.T) {
 		t.Errorf("cleanup %v %v", paths, err)
 	}
 }
+
+// Every command's --help carries an example.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	root := newRootCmd()
+	initCompletion(root)
+	for _, c := range root.Commands() {
+		if c.Name() == "help" || c.Hidden {
+			continue
+		}
+		if strings.TrimSpace(c.Example) == "" {
+			t.Errorf("sandtop %s --help has no example", c.Name())
+		}
+	}
+}

@@ -46,6 +46,7 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
+	initCompletion(root)
 	err := root.Execute()
 	if err == nil {
 		return exitOK
@@ -136,4 +137,17 @@ func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	return model.Build(snap, rules, nil), nil
+}
+
+// initCompletion makes cobra's completion command now, so it can carry an
+// example like every other command. It must run after SetOut: the command
+// keeps the writer it finds when it is made.
+func initCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Example = `  sandtop completion bash > /etc/bash_completion.d/sandtop
+  sandtop completion zsh > "${fpath[1]}/_sandtop"
+  sandtop completion fish > ~/.config/fish/completions/sandtop.fish
+  # then: sandtop kill <TAB> offers the live sandbox IDs`
+	}
 }
