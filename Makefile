@@ -97,4 +97,3 @@ torture:
 	status=$$?; grep -h 'TORTURE \|^--- FAIL\|^FAIL' $(TORTURE_LOG); exit $$status
 	for f in $(PROC_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./proc/ || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRules$$' -fuzztime $(FUZZTIME) ./model/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseStat$$' -fuzztime $(FUZZTIME) ./teardown/

@@ -51,6 +51,28 @@ func ReadIdentity(procRoot string, pid int) (Identity, byte, error) {
 	return Identity{PID: st.PID, Start: st.Starttime}, stateOf(st), nil
 }
 
+// Stat is one read of /proc/PID/stat: what teardown checks about a process
+// right before it acts on it.
+type Stat struct {
+	PID, PPID int
+	Comm      string
+	State     byte
+	Flags     uint
+	Threads   int
+	Start     uint64
+}
+
+// ReadStat reads /proc/PID/stat once, without any cache, with the parser
+// the scanner uses. A vanished pid gives an error for which IsVanished is
+// true.
+func ReadStat(procRoot string, pid int) (Stat, error) {
+	st, err := readStatOnce(procRoot, pid)
+	if err != nil {
+		return Stat{}, err
+	}
+	return Stat{PID: pid, PPID: st.PPID, Comm: st.Comm, State: stateOf(st), Flags: st.Flags, Threads: st.NumThreads, Start: st.Starttime}, nil
+}
+
 // ReadProcess reads everything sandtop knows about one pid, without any
 // cache: teardown uses it to re-check a process right before acting. A
 // vanished pid (including one that vanished while being read) gives an error

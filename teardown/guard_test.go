@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sandtop/sandtop/proc"
@@ -135,7 +136,10 @@ func TestSelfAndAncestorsFixture(t *testing.T) {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			line := strconv.Itoa(pid) + " (x) S " + strconv.Itoa(pp) + " 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100\n"
+			// All 52 fields a current kernel writes (proc(5)); field 22,
+			// the start time, is 100.
+			line := strconv.Itoa(pid) + " (x) S " + strconv.Itoa(pp) + " 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100" +
+				strings.Repeat(" 0", 30) + "\n"
 			if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -4,13 +4,9 @@
 package teardown
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -268,57 +264,22 @@ type stat struct {
 	start   uint64
 }
 
-// zombie reports a fully dead process. proc(5): Z is zombie, X is dead;
-// num_threads tells a dead zombie (1) from a thread-group leader that
-// exited alone while its other threads run (more than 1).
+// zombie reports whether the whole process has exited. A thread-group leader
+// that called pthread_exit also shows state Z while its other threads run;
+// it is no zombie.
 func (s stat) zombie() bool {
 	return (s.state == 'Z' || s.state == 'X') && s.threads <= 1
 }
 
-// readStat reads procRoot/PID/stat. A missing process yields ErrGone: ENOENT
-// when it is gone, ESRCH when it died while the file was being read.
+// readStat reads one process's stat through proc's parser; a missing
+// process is ErrGone.
 func readStat(procRoot string, pid int) (stat, error) {
-	path := filepath.Join(procRoot, strconv.Itoa(pid), "stat")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
-		return stat{}, fmt.Errorf("%w: %s missing", ErrGone, path)
+	st, err := proc.ReadStat(procRoot, pid)
+	if proc.IsVanished(err) {
+		return stat{}, fmt.Errorf("%w: %v", ErrGone, err)
 	}
 	if err != nil {
-		return stat{}, fmt.Errorf("read stat: %w", err)
+		return stat{}, err
 	}
-	st, err := parseStat(b)
-	if err != nil {
-		return stat{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return st, nil
-}
-
-// parseStat parses /proc/PID/stat as laid out in proc(5). The comm field is
-// in parentheses and may itself hold spaces and ')', so the fields after it
-// are found from the last ')'.
-func parseStat(b []byte) (stat, error) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return stat{}, errors.New("malformed stat: no (comm)")
-	}
-	// rest[0] is field 3 (state), so field N is rest[N-3].
-	rest := bytes.Fields(b[end+1:])
-	if len(rest) < 20 || len(rest[0]) != 1 {
-		return stat{}, fmt.Errorf("malformed stat: %d fields after comm", len(rest))
-	}
-	st := stat{comm: string(b[open+1 : end]), state: rest[0][0]}
-	var err error
-	num := func(i int) uint64 {
-		v, e := strconv.ParseUint(string(rest[i]), 10, 64)
-		if e != nil && err == nil {
-			err = fmt.Errorf("malformed stat field %d: %w", i+3, e)
-		}
-		return v
-	}
-	st.ppid = int(num(4 - 3))
-	st.flags = uint(num(9 - 3))
-	st.threads = int(num(20 - 3))
-	st.start = num(22 - 3)
-	return st, err
+	return stat{comm: st.Comm, state: st.State, ppid: st.PPID, flags: st.Flags, threads: st.Threads, start: st.Start}, nil
 }

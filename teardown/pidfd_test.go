@@ -340,42 +340,6 @@ func TestCloseWaitsForWaitExit(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    stat
-		wantErr bool
-	}{
-		{
-			name: "plain",
-			in:   "42 (sleep) S 7 42 7 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 12345 1 2 3",
-			want: stat{comm: "sleep", state: 'S', ppid: 7, flags: 4194304, threads: 1, start: 12345},
-		},
-		{
-			name: "comm with spaces and parens",
-			in:   "9 (a) b (c)) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 777",
-			want: stat{comm: "a) b (c)", state: 'Z', ppid: 1, threads: 3, start: 777},
-		},
-		{name: "kernel thread", in: "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 13 0",
-			want: stat{comm: "kthreadd", state: 'S', flags: 2129984, threads: 1, start: 13}},
-		{name: "truncated", in: "9 (x) S 1 2 3", wantErr: true},
-		{name: "no comm", in: "9 x S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", wantErr: true},
-		{name: "bad number", in: "9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 zz", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStat([]byte(tt.in))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("parseStat error = %v, wantErr %v", err, tt.wantErr)
-			}
-			if !tt.wantErr && got != tt.want {
-				t.Errorf("parseStat = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestStatZombie(t *testing.T) {
 	tests := []struct {
 		name string
