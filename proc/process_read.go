@@ -62,6 +62,13 @@ type Stat struct {
 	Start     uint64
 }
 
+// Zombie reports whether the whole process has exited and waits to be
+// reaped. A thread-group leader that called pthread_exit also shows state Z
+// while its other threads still run; that is no zombie.
+func (s Stat) Zombie() bool {
+	return (s.State == 'Z' || s.State == 'X') && s.Threads <= 1
+}
+
 // ReadStat reads /proc/PID/stat once, without any cache, with the parser
 // the scanner uses. A vanished pid gives an error for which IsVanished is
 // true.
@@ -74,7 +81,8 @@ func ReadStat(procRoot string, pid int) (Stat, error) {
 }
 
 // ReadProcess reads everything sandtop knows about one pid, without any
-// cache: teardown uses it to re-check a process right before acting. A
+// cache, the way a cold scan would (the scanner's tests check one against
+// the other). Teardown needs only ReadStat and ReadIdentity. A
 // vanished pid (including one that vanished while being read) gives an error
 // for which IsVanished is true.
 func ReadProcess(procRoot string, pid int) (*Process, error) {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
-	"github.com/sandtop/sandtop/proc"
 )
 
 // BenchmarkTeardown tears down one sandbox of about 1,000 processes with an
@@ -72,16 +72,7 @@ func benchPlan(b *testing.B, sb fleet.SandboxSpec, rules model.Rules, eng *Engin
 	if err != nil {
 		b.Fatalf("start fleet: %v", err)
 	}
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		b.Fatal(err)
-	}
-	v := model.Build(snap, rules, nil)
+	v := fleettest.View(b, rules)
 	target, err := v.Resolve(f.Manifest().Sandbox(sb.Name).ID)
 	if err != nil {
 		f.Close()

@@ -249,12 +249,14 @@ func (r *run) pinPIDs(pids []int, parent int) int {
 		if err != nil {
 			continue
 		}
+		// Pin checks the start time after opening the pidfd, and records
+		// the ppid and flags of the process the pidfd holds: no further
+		// read is needed to judge it.
 		pin, err := Pin(r.e.procRoot, id)
 		if err != nil {
 			continue
 		}
-		p, err := proc.ReadProcess(r.e.procRoot, pid)
-		if err != nil || p.Start != id.Start || (parent > 0 && p.PPID != parent) || r.refused(p) != nil {
+		if (parent > 0 && pin.PPID != parent) || r.refused(&proc.Process{PID: pid, PPID: pin.PPID, Flags: pin.Flags, Comm: pin.Comm}) != nil {
 			pin.Close()
 			continue
 		}

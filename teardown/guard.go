@@ -135,7 +135,7 @@ func SelfAndAncestors(procRoot string) (map[int]bool, error) {
 			// read so far is still worth protecting, but say so.
 			return chain, fmt.Errorf("ancestors of self: %w", err)
 		}
-		pid = st.ppid
+		pid = st.PPID
 	}
 	return chain, nil
 }

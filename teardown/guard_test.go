@@ -29,8 +29,8 @@ func liveSnapshot(t *testing.T) *proc.Snapshot {
 		if err != nil {
 			continue // exited while we looked
 		}
-		p := &proc.Process{PID: pid, PPID: st.ppid, Comm: st.comm, State: st.state,
-			Flags: st.flags, Start: st.start, Kernel: st.flags&pfKthread != 0}
+		p := &proc.Process{PID: pid, PPID: st.PPID, Comm: st.Comm, State: st.State,
+			Flags: st.Flags, Start: st.Start, Kernel: st.Flags&pfKthread != 0}
 		snap.Procs = append(snap.Procs, p)
 		snap.ByPID[pid] = p
 	}
@@ -44,7 +44,7 @@ func TestRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap.ByPID[child] = &proc.Process{PID: child, PPID: st.ppid, Comm: st.comm}
+	snap.ByPID[child] = &proc.Process{PID: child, PPID: st.PPID, Comm: st.Comm}
 
 	self, parent := snap.ByPID[os.Getpid()], snap.ByPID[os.Getppid()]
 	if self == nil || parent == nil {

@@ -50,8 +50,11 @@ var pidfdOpen = unix.PidfdOpen
 // Signal, Exited and WaitExit may run concurrently; Close waits for them.
 type Pinned struct {
 	ID proc.Identity
-	// Comm is the kernel task name read when the process was pinned.
-	Comm string
+	// Comm, PPID and Flags are read when the process was pinned, after
+	// its pidfd was opened: they describe the process the pidfd holds.
+	Comm  string
+	PPID  int
+	Flags uint
 	// Fallback is true when no pidfd could be had and signals go through
 	// kill(2) after a start-time re-check.
 	Fallback bool
@@ -104,12 +107,12 @@ func Pin(procRoot string, id proc.Identity) (*Pinned, error) {
 		exited, err = pollExited(fd)
 		switch {
 		case err != nil:
-		case exited && st.zombie():
+		case exited && st.Zombie():
 			err = ErrZombie
 		case exited:
 			err = ErrGone
 		}
-	} else if err == nil && st.zombie() {
+	} else if err == nil && st.Zombie() {
 		err = ErrZombie
 	}
 	if err != nil {
@@ -118,7 +121,7 @@ func Pin(procRoot string, id proc.Identity) (*Pinned, error) {
 		}
 		return nil, fmt.Errorf("pin %v: %w", id, err)
 	}
-	p.Comm = st.comm
+	p.Comm, p.PPID, p.Flags = st.Comm, st.PPID, st.Flags
 	return p, nil
 }
 
@@ -135,7 +138,7 @@ func (p *Pinned) Signal(sig unix.Signal) error {
 		// Re-check immediately before kill(2), the closest we can get to
 		// atomic without a pidfd.
 		st, err := p.check()
-		if err == nil && st.zombie() {
+		if err == nil && st.Zombie() {
 			err = ErrZombie
 		}
 		if err != nil {
@@ -187,7 +190,7 @@ func (p *Pinned) exitedLocked() (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("exited %v: %w", p.ID, err)
 	}
-	return st.zombie(), nil
+	return st.Zombie(), nil
 }
 
 // Close releases the pidfd. It waits for concurrent Signal, Exited and
@@ -212,13 +215,13 @@ func (p *Pinned) Close() error {
 
 // check reads the process's stat and reports ErrGone when it is missing and
 // ErrReused when its start time is not the pinned one.
-func (p *Pinned) check() (stat, error) {
+func (p *Pinned) check() (proc.Stat, error) {
 	st, err := readStat(p.procRoot, p.ID.PID)
 	if err != nil {
-		return stat{}, err
+		return proc.Stat{}, err
 	}
-	if st.start != p.ID.Start {
-		return stat{}, fmt.Errorf("%w: pid %d started at %d, not %d", ErrReused, p.ID.PID, st.start, p.ID.Start)
+	if st.Start != p.ID.Start {
+		return proc.Stat{}, fmt.Errorf("%w: pid %d started at %d, not %d", ErrReused, p.ID.PID, st.Start, p.ID.Start)
 	}
 	return st, nil
 }
@@ -254,32 +257,12 @@ func pollRetry(fds []unix.PollFd, timeoutMS int) (int, error) {
 	}
 }
 
-// stat holds the fields of /proc/PID/stat that pinning and guards need.
-type stat struct {
-	comm    string
-	state   byte
-	ppid    int
-	flags   uint
-	threads int
-	start   uint64
-}
-
-// zombie reports whether the whole process has exited. A thread-group leader
-// that called pthread_exit also shows state Z while its other threads run;
-// it is no zombie.
-func (s stat) zombie() bool {
-	return (s.state == 'Z' || s.state == 'X') && s.threads <= 1
-}
-
 // readStat reads one process's stat through proc's parser; a missing
 // process is ErrGone.
-func readStat(procRoot string, pid int) (stat, error) {
+func readStat(procRoot string, pid int) (proc.Stat, error) {
 	st, err := proc.ReadStat(procRoot, pid)
 	if proc.IsVanished(err) {
-		return stat{}, fmt.Errorf("%w: %v", ErrGone, err)
+		return proc.Stat{}, fmt.Errorf("%w: %v", ErrGone, err)
 	}
-	if err != nil {
-		return stat{}, err
-	}
-	return stat{comm: st.Comm, state: st.State, ppid: st.PPID, flags: st.Flags, threads: st.Threads, start: st.Start}, nil
+	return st, err
 }

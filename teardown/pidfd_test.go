@@ -43,7 +43,7 @@ func identity(t *testing.T, pid int) proc.Identity {
 	if err != nil {
 		t.Fatalf("identity of %d: %v", pid, err)
 	}
-	return proc.Identity{PID: pid, Start: st.start}
+	return proc.Identity{PID: pid, Start: st.Start}
 }
 
 func pin(t *testing.T, id proc.Identity) *Pinned {
@@ -73,7 +73,7 @@ func withoutPidfd(t *testing.T) {
 
 // waitZombie waits until pid shows state Z in /proc, which is how an
 // exited but unreaped child looks.
-func waitZombie(t *testing.T, pid int) stat {
+func waitZombie(t *testing.T, pid int) proc.Stat {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -81,11 +81,11 @@ func waitZombie(t *testing.T, pid int) stat {
 		if err != nil {
 			t.Fatalf("stat %d: %v", pid, err)
 		}
-		if st.state == 'Z' {
+		if st.State == 'Z' {
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never became a zombie (state %c)", pid, st.state)
+			t.Fatalf("pid %d never became a zombie (state %c)", pid, st.State)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -194,7 +194,7 @@ func TestPinZombieNeverReaped(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { reap(cmd) })
-			id := proc.Identity{PID: cmd.Process.Pid, Start: waitZombie(t, cmd.Process.Pid).start}
+			id := proc.Identity{PID: cmd.Process.Pid, Start: waitZombie(t, cmd.Process.Pid).Start}
 			p, err := Pin("/proc", id)
 			if !errors.Is(err, ErrZombie) || p != nil {
 				t.Fatalf("Pin(zombie) = %v, %v; want nil, ErrZombie", p, err)
@@ -284,7 +284,7 @@ func TestFallbackSignalReusedPID(t *testing.T) {
 		t.Errorf("Exited(A) = %v, %v; want true", exited, err)
 	}
 	st, err := readStat("/proc", b.Process.Pid)
-	if err != nil || st.state == 'Z' {
+	if err != nil || st.State == 'Z' {
 		t.Fatalf("B was harmed: stat = %+v, %v", st, err)
 	}
 }
@@ -343,18 +343,18 @@ func TestCloseWaitsForWaitExit(t *testing.T) {
 func TestStatZombie(t *testing.T) {
 	tests := []struct {
 		name string
-		st   stat
+		st   proc.Stat
 		want bool
 	}{
-		{"running", stat{state: 'R', threads: 1}, false},
-		{"zombie", stat{state: 'Z', threads: 1}, true},
-		{"dead", stat{state: 'X', threads: 0}, true},
+		{"running", proc.Stat{State: 'R', Threads: 1}, false},
+		{"zombie", proc.Stat{State: 'Z', Threads: 1}, true},
+		{"dead", proc.Stat{State: 'X', Threads: 0}, true},
 		// A leader that called pthread_exit while other threads run.
-		{"zombie leader of live threads", stat{state: 'Z', threads: 3}, false},
+		{"zombie leader of live threads", proc.Stat{State: 'Z', Threads: 3}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.st.zombie(); got != tt.want {
+			if got := tt.st.Zombie(); got != tt.want {
 				t.Errorf("zombie() = %v, want %v", got, tt.want)
 			}
 		})
