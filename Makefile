@@ -28,13 +28,16 @@ demo: build
 screenshots: build
 	screenshots/capture.sh
 
-# Tools some tests drive: tmux is the real terminal the demo test runs in.
+# Tools some tests drive: tmux is the real terminal the demo and read-only
+# tests run in, strace watches the read-only program's system calls.
 # Installed from Debian when missing and root; otherwise those tests skip.
+TEST_TOOLS := tmux strace
 test-deps:
-	@command -v tmux >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1 || \
-		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }; }; } || \
-		echo "tmux is missing: the terminal tests will skip"
+	@missing=$$(for t in $(TEST_TOOLS); do command -v $$t >/dev/null || echo $$t; done); \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; }; } || \
+		echo "missing $$missing: the tests that drive them will skip"
 
 # The tests spawn real process trees, cgroups and signals; as root they
 # also cover cgroup freeze/kill and PID reuse (they skip those otherwise).
@@ -90,9 +93,7 @@ FUZZTIME    ?= 20s
 TORTURE_LOG ?= torture.log
 PROC_FUZZ   := FuzzParseStat FuzzParseCmdline FuzzParseStatusIDs FuzzParseCgroupPaths FuzzParseCgroupEvents \
 	FuzzParseFreezerState FuzzParseCgroupProcs FuzzParseChildren FuzzFindMounts FuzzParseUnixListeners
-torture:
-	@command -v strace >/dev/null && command -v tmux >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq strace tmux; }
+torture: test-deps
 	$(GO) test -tags torture -count=1 -timeout 90m -v -run 'Torture' ./teardown/ ./cmd/sandtop/ >$(TORTURE_LOG) 2>&1; \
 	status=$$?; grep -h 'TORTURE \|^--- FAIL\|^FAIL' $(TORTURE_LOG); exit $$status
 	for f in $(PROC_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./proc/ || exit 1; done
