@@ -30,6 +30,10 @@ type Builder struct {
 	// scratch is the per-process state of a Build, indexed by position in
 	// the snapshot.
 	scratch scratch
+	// last is what the latest full Build decided, for reuse.
+	last *lastBuild
+	// reused counts the Builds that reuse answered (for tests).
+	reused int
 }
 
 // scratch holds the slices a Build indexes by process position (see
@@ -42,19 +46,33 @@ type scratch struct {
 	// found and walked cache the ancestor walk of attributeByAncestor.
 	found  []*Sandbox
 	walked []bool
-	// members holds each attributed process's Member while finish builds
-	// the trees.
-	members []*Member
 }
 
 // matchMemo is a remembered rule match. The inputs besides the identity are
 // kept because they can change while the identity lives: execve changes
-// comm (and argv), and a process can chdir or be moved to another cgroup.
+// argv and exe (and usually comm), and a process can chdir or be moved to
+// another cgroup.
 type matchMemo struct {
-	comm, cgroup, freezer, cwd string
-	match                      Match
-	ok                         bool
-	gen                        uint64
+	p     matchInputs
+	match Match
+	ok    bool
+	gen   uint64
+}
+
+// matchInputs are the fields of a process that rules match on.
+type matchInputs struct {
+	comm, exe, cgroup, freezer, cwd string
+	argv                            []string
+}
+
+func inputsOf(p *proc.Process) matchInputs {
+	return matchInputs{comm: p.Comm, exe: p.Exe, cgroup: p.Cgroup, freezer: p.Freezer, cwd: p.Cwd, argv: p.Argv}
+}
+
+// same compares the inputs; argv is shared between snapshots while the
+// process does not exec, so its strings usually compare by pointer.
+func (a matchInputs) same(p *proc.Process) bool {
+	return a.comm == p.Comm && a.exe == p.Exe && a.cgroup == p.Cgroup && a.freezer == p.Freezer && a.cwd == p.Cwd && slices.Equal(a.argv, p.Argv)
 }
 
 // claimKey is one question build.claims answers: does dir name the sandbox
@@ -86,12 +104,12 @@ func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
 
 func (b *Builder) match(p *proc.Process) (Match, bool) {
 	id := p.ID()
-	if m := b.matches[id]; m != nil && m.comm == p.Comm && m.cgroup == p.Cgroup && m.freezer == p.Freezer && m.cwd == p.Cwd {
+	if m := b.matches[id]; m != nil && m.p.same(p) {
 		m.gen = b.gen
 		return m.match, m.ok
 	}
 	m, ok := b.rules.Match(p)
-	b.matches[id] = &matchMemo{comm: p.Comm, cgroup: p.Cgroup, freezer: p.Freezer, cwd: p.Cwd, match: m, ok: ok, gen: b.gen}
+	b.matches[id] = &matchMemo{p: inputsOf(p), match: m, ok: ok, gen: b.gen}
 	return m, ok
 }
 
@@ -134,6 +152,12 @@ type build struct {
 	procChunks    chunks[*proc.Process]
 	matchedChunks chunks[matchedProc]
 	childChunks   chunks[*Member]
+	// last collects what reuse needs to know about this Build.
+	last *lastBuild
+	// stickyAncestors is set when a process joined a sandbox only through
+	// a sticky member (rule 2 after rule 4): the next Build labels it
+	// sticky instead, so this Build's result cannot be reused as it is.
+	stickyAncestors bool
 }
 
 type matchedProc struct {
@@ -145,6 +169,10 @@ type matchedProc struct {
 // of the same host: a process that was in a sandbox there stays in it while
 // its identity lives (sticky attribution).
 func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
+	if v := b.reuse(snap, prev); v != nil {
+		b.reused++
+		return v
+	}
 	b.gen++
 	n := len(snap.Procs)
 	sc := &b.scratch
@@ -166,6 +194,11 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 		// Room for a chunk per ten processes, a sandbox's worth.
 		procChunks:    newChunks[*proc.Process](len(snap.Procs) / 10 * chunkLen),
 		matchedChunks: newChunks[matchedProc](len(snap.Procs) / 10 * chunkLen),
+		last: &lastBuild{
+			supWalk: map[int]struct{}{},
+			groups:  map[int]struct{}{},
+			cgroups: [2]map[string]struct{}{{}, {}},
+		},
 	}
 	w.attributeByRule()
 	w.attributeByGroup()
@@ -179,6 +212,8 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	// slices are cheap to allocate, and a Builder holding them between
 	// refreshes would add to the watch loop's resident memory for nothing.
 	b.scratch = scratch{ix: b.scratch.ix}
+	w.last.snap, w.last.view, w.last.reusable = snap, v, !w.stickyAncestors
+	b.last = w.last
 	return v
 }
 
@@ -312,6 +347,7 @@ func (w *build) attributeByGroup() {
 		}
 		if _, seen := groups[p.PGID]; !seen {
 			groups[p.PGID] = sb
+			w.last.groups[p.PGID] = struct{}{}
 		}
 	}
 	if len(groups) == 0 {
@@ -325,8 +361,8 @@ func (w *build) attributeByGroup() {
 }
 
 // Rule 2: an unmatched process inherits the sandbox of its nearest member
-// ancestor.
-func (w *build) attributeByAncestor() {
+// ancestor. It returns how many processes joined.
+func (w *build) attributeByAncestor() int {
 	// found caches the answer for every process walked (by position; walked
 	// says which are cached), so the pass is linear.
 	sc := &w.scratch
@@ -334,6 +370,7 @@ func (w *build) attributeByAncestor() {
 	walked := grown(sc.walked, len(w.snap.Procs))
 	sc.found, sc.walked = found, walked
 	var chain []int
+	joined := 0
 	for i, p := range w.snap.Procs {
 		if w.owner[i] != nil || w.excluded(p) {
 			continue
@@ -361,8 +398,10 @@ func (w *build) attributeByAncestor() {
 		}
 		if sb != nil {
 			w.assign(i, p, sb, ViaAncestor)
+			joined++
 		}
 	}
+	return joined
 }
 
 // Rule 4: an identity that was in a sandbox in the previous view stays in
@@ -389,8 +428,8 @@ func (w *build) attributeSticky() {
 		w.assign(i, p, sb, ViaSticky)
 		joined = true
 	}
-	if joined {
-		w.attributeByAncestor()
+	if joined && w.attributeByAncestor() > 0 {
+		w.stickyAncestors = true
 	}
 }
 

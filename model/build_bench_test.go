@@ -1,7 +1,9 @@
 package model
 
 import (
+	"maps"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/benchfleet"
@@ -14,8 +16,9 @@ func TestMain(m *testing.M) { os.Exit(benchfleet.Run(m)) }
 // BenchmarkBuild groups a snapshot of a bulk sandsim fleet (about ten
 // processes per sandbox, see cmd/sandsim/benchfleet) with the presets:
 // steady is the watch loop's Builder, which remembers rule matches per
-// identity and builds on the previous view; cold is a throwaway Build, as
-// `sandtop list` does. Issue 6 wants it linear in the processes and under a
+// identity and builds on the previous view, on a host where nothing
+// changed; ticking alternates with a snapshot where some processes used
+// CPU; cold is a throwaway Build, as `sandtop list` does. Issue 6 wants it linear in the processes and under a
 // tenth of a steady scan (BenchmarkScanSteady); ns/proc shows the first.
 func BenchmarkBuild(b *testing.B) {
 	rules := Effective(nil, true)
@@ -42,6 +45,36 @@ func BenchmarkBuild(b *testing.B) {
 				stop()
 				reportPerProc(b, snap, prev)
 			})
+			// A refresh where processes ticked CPU: one member of every
+			// sandbox (a VM's firecracker process), or every process.
+			for _, tc := range []struct {
+				name string
+				tick func(i int, p *proc.Process, v *View) bool
+			}{
+				{"ticking=one-per-sandbox", func(_ int, p *proc.Process, v *View) bool {
+					sb := v.SandboxOf(p.ID())
+					return sb != nil && sb.Root.Process == p
+				}},
+				{"ticking=all", func(int, *proc.Process, *View) bool { return true }},
+			} {
+				b.Run(tc.name, func(b *testing.B) {
+					bld := NewBuilder(rules)
+					prev := bld.Build(snap, nil)
+					ticked := tickedCopy(snap, func(i int, p *proc.Process) bool { return tc.tick(i, p, prev) })
+					b.ReportAllocs()
+					stop := benchfleet.CPUTimer(b)
+					n := 0
+					for b.Loop() {
+						s := snap
+						if n++; n%2 == 1 {
+							s = ticked
+						}
+						prev = bld.Build(s, prev)
+					}
+					stop()
+					reportPerProc(b, snap, prev)
+				})
+			}
 			b.Run("cold", func(b *testing.B) {
 				var v *View
 				b.ReportAllocs()
@@ -60,4 +93,20 @@ func reportPerProc(b *testing.B, snap *proc.Snapshot, v *View) {
 	b.ReportMetric(float64(len(snap.Procs)), "procs")
 	b.ReportMetric(float64(len(v.Sandboxes)), "sandboxes")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(snap.Procs)), "ns/proc")
+}
+
+// tickedCopy returns snap with the processes chosen by tick replaced by
+// copies one CPU tick older, as the scanner reports a process that ran.
+func tickedCopy(snap *proc.Snapshot, tick func(i int, p *proc.Process) bool) *proc.Snapshot {
+	s := *snap
+	s.Procs = slices.Clone(snap.Procs)
+	s.ByPID = maps.Clone(snap.ByPID)
+	for i, p := range s.Procs {
+		if tick(i, p) {
+			c := *p
+			c.CPUTicks++
+			s.Procs[i], s.ByPID[p.PID] = &c, &c
+		}
+	}
+	return &s
 }

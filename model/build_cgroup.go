@@ -17,8 +17,8 @@ func (w *build) attributeByCgroup() {
 	v1 := w.index(func(p *proc.Process) string { return p.Freezer })
 	joined := false
 	for _, sb := range w.sorted() {
-		sb.Cgroup = w.dedicated(sb, v2, func(p *proc.Process) string { return p.Cgroup })
-		sb.Freezer = w.dedicated(sb, v1, func(p *proc.Process) string { return p.Freezer })
+		sb.Cgroup = w.dedicated(sb, v2, w.last.cgroups[0], func(p *proc.Process) string { return p.Cgroup })
+		sb.Freezer = w.dedicated(sb, v1, w.last.cgroups[1], func(p *proc.Process) string { return p.Freezer })
 		for _, dir := range []struct {
 			path string
 			idx  cgroupIndex
@@ -107,7 +107,10 @@ func (idx cgroupIndex) under(dir string) iter.Seq[*proc.Process] {
 // rule's cgroup matcher recognised it, or the ID is part of the path).
 // Without that evidence a stray is a bystander sharing the cgroup, and
 // cgroup.kill there would kill it.
-func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, path func(*proc.Process) string) string {
+//
+// Both candidates are added to asked: what lives in them decides the
+// answer, so a later change there rules out reuse.
+func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{}, path func(*proc.Process) string) string {
 	var all, named string
 	// The members of a sandbox share a handful of cgroups, and claims runs
 	// the rules' cgroup regexps: ask it once per distinct path (asked per
@@ -136,6 +139,9 @@ func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, path func(*proc.Process)
 		}
 	}
 	for _, cand := range []string{all, named} {
+		if cand != "" && cand != "/" {
+			asked[cand] = struct{}{}
+		}
 		if w.owns(sb, idx, cand) {
 			return cand
 		}

@@ -367,6 +367,22 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name: "a parent cycle among members (a skewed snapshot) keeps every member",
+			snap: snap(
+				pr(1600, 1602, "sim --sandbox cycle-one"),
+				pr(1601, 1600, "a"),
+				pr(1602, 1601, "b"),
+				pr(1603, 1602, "c"),
+			),
+			check: func(t *testing.T, v *View) {
+				sb := one(t, v, "cycle-one")
+				wantPIDs(t, sb, 1600, 1601, 1602, 1603)
+				if sb.Root.PID != 1600 || sb.Root.Parent != nil || len(sb.Members[3].Children) != 0 {
+					t.Errorf("root %d, parent %v: the cycle must be cut at its lowest pid", sb.Root.PID, sb.Root.Parent)
+				}
+			},
+		},
+		{
 			name: "half-expanded and unsafe cleanup paths are dropped",
 			snap: snap(
 				pr(1200, 1, "firecracker --api-sock /run/vm0/sock/nocwd/api.sock"),

@@ -13,19 +13,22 @@ import (
 // finish builds member trees, supervisors and badges, and the indexes.
 func (w *build) finish() *View {
 	v := &View{
-		Time:     w.snap.Time,
-		Host:     w.snap.Hostname,
-		Snapshot: w.snap,
-		byID:     w.byID,
-		byMember: make(map[proc.Identity]*Sandbox, w.attributed),
+		Time:      w.snap.Time,
+		Host:      w.snap.Hostname,
+		Snapshot:  w.snap,
+		Sandboxes: w.sorted(),
+		byID:      make(map[string]int32, len(w.byID)),
+		byMember:  make(map[proc.Identity]int32, w.attributed),
 	}
 	members := make(map[*Sandbox][]*Member, len(w.procs))
-	for sb, ps := range w.procs {
-		members[sb] = make([]*Member, 0, len(ps))
+	for i, sb := range v.Sandboxes {
+		sb.idx = int32(i)
+		v.byID[sb.ID] = sb.idx
+		members[sb] = make([]*Member, 0, len(w.procs[sb]))
 	}
-	// byPos holds the Member of each attributed process, by position.
-	byPos := grown(w.scratch.members, len(w.snap.Procs))
-	w.scratch.members = byPos
+	// byPos holds the Member of each attributed process, by position; the
+	// next Build compares against it (see reuse).
+	byPos := make([]*Member, len(w.snap.Procs))
 	// One allocation for every Member: a Member per process per refresh was
 	// a tenth of a steady Build.
 	slab := make([]Member, w.attributed)
@@ -39,21 +42,22 @@ func (w *build) finish() *View {
 		}
 		m := &slab[0]
 		slab = slab[1:]
-		*m = Member{Process: p, Via: w.via[i], MatchedBy: w.by[i]}
+		*m = Member{Process: p, Via: w.via[i], MatchedBy: w.by[i], sb: sb.idx}
 		byPos[i] = m
 		members[sb] = append(members[sb], m)
-		v.byMember[p.ID()] = sb
+		v.byMember[p.ID()] = sb.idx
 	}
-	v.Sandboxes = w.sorted()
 	// A parent per ten members is plenty: a container shim parents them
 	// all, a vm0 chain one each.
 	w.childChunks = newChunks[*Member](w.attributed / 10 * chunkLen)
 	for _, sb := range v.Sandboxes {
 		w.tree(sb, members[sb], byPos)
 		w.supervise(sb)
-		w.badge(sb)
+		sb.Orphan = sb.supOrphan
+		badge(sb, w.snap)
 		sb.Cleanup = w.cleanup(sb)
 	}
+	w.last.members = byPos
 	return v
 }
 
@@ -73,9 +77,7 @@ func (w *build) tree(sb *Sandbox, ms []*Member, byPos []*Member) {
 			tops = append(tops, m)
 		}
 	}
-	if len(tops) == 0 { // only a corrupt ppid cycle gets here
-		tops = ms[:1]
-	}
+	tops = breakCycles(ms, tops)
 	root := slices.MinFunc(tops, func(a, b *Member) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.PID, b.PID))
 	})
@@ -94,6 +96,7 @@ func (w *build) tree(sb *Sandbox, ms []*Member, byPos []*Member) {
 	var walk func(m *Member, depth int)
 	walk = func(m *Member, depth int) {
 		m.Depth = depth
+		m.ord = int32(len(sb.Members))
 		sb.Members = append(sb.Members, m)
 		for _, c := range m.Children {
 			walk(c, depth+1)
@@ -105,6 +108,40 @@ func (w *build) tree(sb *Sandbox, ms []*Member, byPos []*Member) {
 			walk(m, 0)
 		}
 	}
+}
+
+// breakCycles returns tops with a member of every parent cycle among ms
+// added. The kernel never makes one, but a snapshot can: a process read
+// before its parent died and its pid was reused by one of its descendants.
+// A cycle is unreachable from tops, so the pre-order walk would drop its
+// members (or, with no tops at all, never end): its lowest pid is cut from
+// its parent and becomes a top.
+func breakCycles(ms, tops []*Member) []*Member {
+	const unseen = -1
+	for _, m := range ms {
+		m.ord = unseen
+	}
+	var mark func(m *Member)
+	mark = func(m *Member) {
+		m.ord = 0
+		for _, c := range m.Children {
+			mark(c)
+		}
+	}
+	for _, m := range tops {
+		mark(m)
+	}
+	for _, m := range ms {
+		if m.ord != unseen {
+			continue
+		}
+		p := m.Parent
+		p.Children = slices.DeleteFunc(p.Children, func(c *Member) bool { return c == m })
+		m.Parent = nil
+		tops = append(tops, m)
+		mark(m)
+	}
+	return tops
 }
 
 // supervise finds the sandbox's supervisor and decides whether it is gone.
@@ -120,16 +157,23 @@ func (w *build) supervise(sb *Sandbox) {
 	}
 	switch {
 	case sup.Ancestor != nil:
-		p := w.snap.ByPID[sb.Root.PPID]
-		for depth := 0; p != nil && p.PID > 1 && depth < maxSupervisorDepth; depth++ {
+		// Every pid the walk looks at, found or not, is remembered: a
+		// change there can change the verdict (see reuse).
+		pid := sb.Root.PPID
+		for depth := 0; pid > 1 && depth < maxSupervisorDepth; depth++ {
+			w.last.supWalk[pid] = struct{}{}
+			p := w.snap.ByPID[pid]
+			if p == nil {
+				break
+			}
 			if sup.Ancestor.MatchString(strings.Join(p.Argv, " ")) {
 				sb.Supervisor, sb.Supervised = p, true
 				sb.SupervisorNote = "supervisor " + describe(p) + " is an ancestor"
 				return
 			}
-			p = w.snap.ByPID[p.PPID]
+			pid = p.PPID
 		}
-		sb.Orphan = true
+		sb.supOrphan = true
 		// The pattern itself is in the rule (sandtop rules prints it); it is
 		// too long for a one-line reason.
 		sb.SupervisorNote = "supervisor gone: no ancestor within 16 levels matches the rule's supervisor pattern"
@@ -141,24 +185,33 @@ func (w *build) supervise(sb *Sandbox) {
 				break
 			}
 		}
-		path = strings.TrimPrefix(path, "unix://")
-		switch {
-		case path == "":
+		sb.socket = strings.TrimPrefix(path, "unix://")
+		if sb.socket == "" {
 			sb.SupervisorNote = "no " + sup.SocketFlag + " flag: supervisor unknown"
-		case w.snap.Listeners == nil:
-			sb.SupervisorNote = "unix sockets unreadable: supervisor unknown"
-		case w.snap.Listeners[path]:
-			sb.Supervised = true
-			sb.SupervisorNote = "supervisor listens on " + path
-		default:
-			sb.Orphan = true
-			sb.SupervisorNote = "supervisor gone: nothing listens on " + path
+			return
 		}
+		judgeSocket(sb, w.snap.Listeners)
 	default:
 		sb.SupervisorNote = "rule names no supervisor"
 		if sb.Rule == nil {
 			sb.SupervisorNote = "no rule"
 		}
+	}
+}
+
+// judgeSocket decides whether sb's supervisor, known by the socket it
+// listens on, is alive.
+func judgeSocket(sb *Sandbox, listeners map[string]bool) {
+	sb.Supervised, sb.supOrphan = false, false
+	switch {
+	case listeners == nil:
+		sb.SupervisorNote = "unix sockets unreadable: supervisor unknown"
+	case listeners[sb.socket]:
+		sb.Supervised = true
+		sb.SupervisorNote = "supervisor listens on " + sb.socket
+	default:
+		sb.supOrphan = true
+		sb.SupervisorNote = "supervisor gone: nothing listens on " + sb.socket
 	}
 }
 
@@ -170,9 +223,11 @@ func describe(p *proc.Process) string {
 	return name + " (pid " + strconv.Itoa(p.PID) + ")"
 }
 
-// badge derives zombie and paused state and the badge list.
-func (w *build) badge(sb *Sandbox) {
+// badge derives zombie and paused state and the badge list from the
+// members and the supervisor's verdict (sb.Orphan on entry).
+func badge(sb *Sandbox, snap *proc.Snapshot) {
 	live, stopped, frozen := 0, 0, 0
+	sb.Zombies, sb.Badges = 0, nil
 	for _, m := range sb.Members {
 		if m.Orphan {
 			sb.Orphan = true
@@ -185,7 +240,7 @@ func (w *build) badge(sb *Sandbox) {
 		if m.Stopped() {
 			stopped++
 		}
-		if w.snap.Cgroups[m.Cgroup].Frozen || w.snap.Freezers[m.Freezer].Frozen {
+		if snap.Cgroups[m.Cgroup].Frozen || snap.Freezers[m.Freezer].Frozen {
 			frozen++
 		}
 	}

@@ -20,7 +20,7 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 	if strings.TrimSpace(arg) == "" {
 		return nil, fmt.Errorf("%w: empty sandbox ID", ErrResolve)
 	}
-	if sb := v.byID[arg]; sb != nil {
+	if sb := v.Sandbox(arg); sb != nil {
 		return sb, nil
 	}
 	for _, sb := range v.Sandboxes {

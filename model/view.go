@@ -56,8 +56,11 @@ type View struct {
 	// (PID 1 and sandtop itself included; kernel threads excluded).
 	Unattributed []*proc.Process
 
-	byID     map[string]*Sandbox
-	byMember map[proc.Identity]*Sandbox
+	// byID and byMember index Sandboxes by position, so that a refresh
+	// that changed no attribution can share them with the last view (see
+	// Builder.reuse).
+	byID     map[string]int32
+	byMember map[proc.Identity]int32
 }
 
 // Sandbox is one sandbox: a set of processes that share an ID.
@@ -101,6 +104,14 @@ type Sandbox struct {
 	Badges []Badge
 	// Cleanup is the rule's cleanup paths with captures substituted.
 	Cleanup []string
+
+	// idx is the sandbox's position in View.Sandboxes. supOrphan is the
+	// supervisor's verdict alone (Orphan also counts escaped members), and
+	// socket the supervisor socket path it was judged by, if any: what a
+	// refresh needs to judge the sandbox again without its rules.
+	idx       int32
+	supOrphan bool
+	socket    string
 }
 
 // Member is one process of a sandbox.
@@ -116,13 +127,27 @@ type Member struct {
 	Children []*Member
 	// Orphan marks a member re-parented away from its tree.
 	Orphan bool
+
+	// ord is the member's position in its sandbox's Members, sb the
+	// sandbox's in View.Sandboxes.
+	ord, sb int32
 }
 
 // Sandbox returns the sandbox with exactly this ID, or nil.
-func (v *View) Sandbox(id string) *Sandbox { return v.byID[id] }
+func (v *View) Sandbox(id string) *Sandbox {
+	if i, ok := v.byID[id]; ok {
+		return v.Sandboxes[i]
+	}
+	return nil
+}
 
 // SandboxOf returns the sandbox a process belongs to, or nil.
-func (v *View) SandboxOf(id proc.Identity) *Sandbox { return v.byMember[id] }
+func (v *View) SandboxOf(id proc.Identity) *Sandbox {
+	if i, ok := v.byMember[id]; ok {
+		return v.Sandboxes[i]
+	}
+	return nil
+}
 
 // HasBadge reports whether the sandbox carries b.
 func (s *Sandbox) HasBadge(b Badge) bool {
