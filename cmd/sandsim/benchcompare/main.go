@@ -2,7 +2,8 @@
 // sandsim fleet and prints a table of figures and ratios:
 //
 //   - the floor in C (readdir of /proc plus open/read/close of every stat,
-//     and with cmdline and cgroup added), built with cc when there is one;
+//     with cmdline and cgroup added, and with every file a sandtop cold scan
+//     reads), built with cc when there is one;
 //   - `ps -eo pid,ppid,stat,cgroup,args`;
 //   - sandtop's cold scan and steady refresh, in this process, and
 //     `sandtop list` as a whole process;

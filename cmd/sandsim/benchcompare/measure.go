@@ -45,7 +45,7 @@ func measureAll(ctx context.Context, r *report, o options) {
 	}
 }
 
-// measureCFloor builds cfloor/floor.c with cc and runs both of its scans.
+// measureCFloor builds cfloor/floor.c with cc and runs each of its scans.
 func measureCFloor(r *report, runs int) error {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
@@ -66,7 +66,7 @@ func measureCFloor(r *report, runs int) error {
 	for _, m := range []struct {
 		mode string
 		dst  *time.Duration
-	}{{"stat", &r.cStat}, {"full", &r.cFull}} {
+	}{{"stat", &r.cStat}, {"full", &r.cFull}, {"same", &r.cSame}} {
 		out, err := exec.Command(bin, m.mode, strconv.Itoa(runs)).Output()
 		if err != nil {
 			return fmt.Errorf("floor %s: %w", m.mode, err)

@@ -15,6 +15,7 @@ type report struct {
 	sandboxes  int
 	cStat      time.Duration // C: readdir + stat
 	cFull      time.Duration // C: readdir + stat + cmdline + cgroup
+	cSame      time.Duration // C: the files a sandtop cold scan reads
 	ps         time.Duration
 	cold       time.Duration
 	steady     time.Duration
@@ -54,9 +55,11 @@ func (r *report) write(w io.Writer) {
 	}
 	row("C floor: readdir + open/read/close stat", r.cStat, "1.00× floor\t")
 	row("C: readdir + stat + cmdline + cgroup", r.cFull, ratio(r.cFull, r.cStat, "floor", 0))
+	row("C: sandtop's files (+ status, exe, cwd)", r.cSame, ratio(r.cSame, r.cStat, "floor", 0))
 	row("ps -eo pid,ppid,stat,cgroup,args", r.ps, ratio(r.ps, r.cStat, "floor", 0))
 	row("sandtop cold scan (in process)", r.cold,
 		ratio(r.cold, r.cFull, "C stat+cmdline+cgroup", 1.3),
+		ratio(r.cold, r.cSame, "C, same files", 0),
 		ratio(r.cold, r.ps, "ps", 0.6))
 	row("sandtop steady refresh (in process)", r.steady, ratio(r.steady, r.cStat, "floor", 0.5))
 	row("model.Build, steady (in process)", r.build, ratio(r.build, r.steady, "steady refresh", 0.1))

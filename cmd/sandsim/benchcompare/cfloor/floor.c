@@ -1,11 +1,12 @@
 /*
  * The floor of issue 6, in C: readdir /proc, then for every pid
  * open/read/close /proc/PID/stat (and, with "full", cmdline and cgroup too),
- * three system calls a file, into one reused buffer. Prints the
- * milliseconds of each of N scans, one per line. Built and run by
- * `make bench-compare`.
+ * three system calls a file, into one reused buffer. "same" reads what a
+ * sandtop cold scan reads: stat, cmdline, status and cgroup, and the exe
+ * and cwd links. Prints the milliseconds of each of N scans, one per line.
+ * Built and run by `make bench-compare`.
  *
- *	floor stat|full N
+ *	floor stat|full|same N
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,11 +26,15 @@ static double now_ms(void)
 int main(int argc, char **argv)
 {
 	static char buf[1 << 16];
-	static const char *files[] = {"stat", "cmdline", "cgroup"};
+	static char link[4096];
+	static const char *files[] = {"stat", "cmdline", "cgroup", "status"};
+	static const char *links[] = {"exe", "cwd"};
 	char path[300];
 	if (argc != 3)
 		return 2;
-	int nfiles = strcmp(argv[1], "full") == 0 ? 3 : 1;
+	int same = strcmp(argv[1], "same") == 0;
+	int nfiles = same ? 4 : strcmp(argv[1], "full") == 0 ? 3 : 1;
+	int nlinks = same ? 2 : 0;
 	int runs = atoi(argv[2]);
 	for (int r = 0; r < runs; r++) {
 		double t0 = now_ms();
@@ -51,6 +56,11 @@ int main(int argc, char **argv)
 				ssize_t n = read(fd, buf, sizeof buf);
 				(void)n;
 				close(fd);
+			}
+			for (int l = 0; l < nlinks; l++) {
+				snprintf(path, sizeof path, "/proc/%s/%s", e->d_name, links[l]);
+				ssize_t n = readlink(path, link, sizeof link);
+				(void)n;
 			}
 		}
 		closedir(d);
