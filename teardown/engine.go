@@ -285,13 +285,16 @@ func (r *run) graceful(ctx context.Context) {
 	if r.p.Frozen && !r.p.FrozenV1 && !r.p.FrozenV2 {
 		r.event(Event{Step: StepThaw, Status: Skip, Detail: "the frozen cgroup is shared with other processes: not thawed; SIGKILL follows"})
 	}
-	for _, p := range r.live() {
+	termed := r.live()
+	for _, p := range termed {
 		r.signal(StepTerm, p, unix.SIGTERM, false)
 		r.signal(StepTerm, p, unix.SIGCONT, true)
 	}
 	waitStart := r.e.now()
 	wctx, cancel := context.WithTimeout(ctx, r.p.Grace)
 	defer cancel()
+	// A leaf can be gone before the wait starts: count it among those
+	// that exited, not out of the total.
 	live := r.live()
 	exited, _ := WaitExit(wctx, live)
 	for _, p := range exited {
@@ -300,10 +303,10 @@ func (r *run) graceful(ctx context.Context) {
 	left := len(live) - len(exited)
 	took := r.e.now().Sub(waitStart).Round(time.Millisecond)
 	if left == 0 {
-		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("all %d exited after SIGTERM in %s", len(live), took)})
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("all %d exited after SIGTERM in %s", len(termed), took)})
 		return
 	}
-	r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%d of %d still running after %s: escalating to SIGKILL", left, len(live), took)})
+	r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%d of %d still running after %s: escalating to SIGKILL", left, len(termed), took)})
 }
 
 // step reports a single-shot step from its error.
