@@ -59,7 +59,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	for i, j := 0, 0; i < len(news) || j < len(olds); {
 		switch {
 		case j == len(olds) || (i < len(news) && news[i].PID < olds[j].PID): // born
-			if l.relevantNew(b, snap, news[i]) {
+			if l.relevantNew(b.rules, snap, news[i]) {
 				return nil
 			}
 			unattributed = appendUser(unattributed, news[i])
@@ -82,7 +82,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 					changed[m] = n
 					dirty[m.sb] = true
 				}
-			case m != nil || l.relevantOld(snap, o) || l.relevantNew(b, snap, n):
+			case m != nil || l.relevantOld(snap, o) || l.relevantNew(b.rules, snap, n):
 				return nil
 			}
 			at[i] = m
@@ -135,7 +135,7 @@ func (l *lastBuild) relevantOld(snap *proc.Snapshot, o *proc.Process) bool {
 // be in a sandbox or change one: a rule matches it, it is in a process group
 // or a cgroup a sandbox depends on, a member is its ancestor, or a
 // supervisor walk passes it.
-func (l *lastBuild) relevantNew(b *Builder, snap *proc.Snapshot, n *proc.Process) bool {
+func (l *lastBuild) relevantNew(rules Rules, snap *proc.Snapshot, n *proc.Process) bool {
 	if _, ok := l.supWalk[n.PID]; ok || n.PID <= 1 || n.PID == snap.Self {
 		return true
 	}
@@ -145,7 +145,10 @@ func (l *lastBuild) relevantNew(b *Builder, snap *proc.Snapshot, n *proc.Process
 	if l.inAskedCgroup(n) {
 		return true
 	}
-	if _, ok := b.match(n); ok {
+	// Not through the Builder's memo: only a full Build sweeps it, and a
+	// host whose short-lived processes never touch a sandbox would grow
+	// it with every birth.
+	if _, ok := rules.Match(n); ok {
 		return true
 	}
 	if _, ok := l.groups[n.PGID]; ok {

@@ -323,10 +323,23 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 	if m := members(v2.Sandbox("aaaa1111bbbb"))[202]; m.CPUTicks != 0 {
 		t.Error("the previous view was modified")
 	}
+	// Short-lived processes outside every sandbox come and go: each refresh
+	// is a reuse, and the Builder remembers nothing of them.
+	memos := len(b.matches)
+	for i := range 100 {
+		pid := 4000 + i
+		w.procs[pid] = pr(pid, 700, "cron-job", start(w.nextStart), cgroup("/user.slice"))
+		w.nextStart++
+		delete(w.procs, pid-1)
+		v3 = b.Build(w.snapshot(), v3)
+	}
+	if b.reused != 102 || len(b.matches) != memos {
+		t.Errorf("after 100 unrelated births: %d builds reused (want 102), %d match memos (want %d)", b.reused, len(b.matches), memos)
+	}
 	// A rule match among the newborn is a full Build.
 	w.procs[3000] = pr(3000, 1, "sim --sandbox brand-new")
 	v4 := b.Build(w.snapshot(), v3)
-	if b.reused != 2 || v4.Sandbox("brand-new") == nil {
+	if b.reused != 102 || v4.Sandbox("brand-new") == nil {
 		t.Errorf("reused %d, brand-new sandbox %v", b.reused, v4.Sandbox("brand-new"))
 	}
 }
