@@ -223,7 +223,7 @@ func (w *build) mergeByCgroupName() {
 			continue // merged away already
 		}
 		// A sandbox's members share a few cgroups: a short list beats a map
-		// (a map and a token slice per sandbox were a tenth of a steady
+		// (a map and a token slice per sandbox were a tenth of a full
 		// Build's allocations at 10,000 processes).
 		var seen []string
 		for _, p := range w.procs[dst] {

@@ -29,8 +29,8 @@ func (w *build) finish() *View {
 	// byPos holds the Member of each attributed process, by position; the
 	// next Build compares against it (see reuse).
 	byPos := make([]*Member, len(w.snap.Procs))
-	// One allocation for every Member: a Member per process per refresh was
-	// a tenth of a steady Build.
+	// One allocation for every Member: a Member per process per full Build was
+	// a tenth of it.
 	slab := make([]Member, w.attributed)
 	for i, p := range w.snap.Procs {
 		sb := w.owner[i]
