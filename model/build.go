@@ -32,8 +32,9 @@ type Builder struct {
 	scratch scratch
 	// last is what the latest full Build decided, for reuse.
 	last *lastBuild
-	// reused counts the Builds that reuse answered (for tests).
-	reused int
+	// reused counts the Builds that reuse answered, and what they
+	// absorbed (for tests).
+	reused, reusedJoins, reusedExits, reusedExecs int
 }
 
 // scratch holds the slices a Build indexes by process position (see
@@ -196,7 +197,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 		matchedChunks: newChunks[matchedProc](len(snap.Procs) / 10 * chunkLen),
 		last: &lastBuild{
 			supWalk: map[int]struct{}{},
-			groups:  map[int]struct{}{},
+			groups:  map[int]string{},
 			cgroups: [2]map[string]struct{}{{}, {}},
 		},
 	}
@@ -347,7 +348,7 @@ func (w *build) attributeByGroup() {
 		}
 		if _, seen := groups[p.PGID]; !seen {
 			groups[p.PGID] = sb
-			w.last.groups[p.PGID] = struct{}{}
+			w.last.groups[p.PGID] = sb.ID
 		}
 	}
 	if len(groups) == 0 {

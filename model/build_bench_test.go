@@ -75,6 +75,29 @@ func BenchmarkBuild(b *testing.B) {
 					reportPerProc(b, snap, prev)
 				})
 			}
+			// A refresh where a short-lived process came or went inside a
+			// sandbox (a container's shell forking a job): alternately a
+			// child joins ten sandboxes and leaves them.
+			b.Run("forking=10-sandboxes", func(b *testing.B) {
+				bld := NewBuilder(rules)
+				prev := bld.Build(snap, nil)
+				forked := withChildren(snap, prev, 10)
+				b.ReportAllocs()
+				stop := benchfleet.CPUTimer(b)
+				n := 0
+				for b.Loop() {
+					s := snap
+					if n++; n%2 == 1 {
+						s = forked
+					}
+					prev = bld.Build(s, prev)
+				}
+				stop()
+				reportPerProc(b, snap, prev)
+				if bld.reused < b.N {
+					b.Fatalf("%d of %d builds reused", bld.reused, b.N)
+				}
+			})
 			b.Run("cold", func(b *testing.B) {
 				var v *View
 				b.ReportAllocs()
@@ -107,6 +130,24 @@ func tickedCopy(snap *proc.Snapshot, tick func(i int, p *proc.Process) bool) *pr
 			c.CPUTicks++
 			s.Procs[i], s.ByPID[p.PID] = &c, &c
 		}
+	}
+	return &s
+}
+
+// withChildren returns snap with a new child under the root of each of the
+// first n sandboxes of v, in its parent's cgroups and process group.
+func withChildren(snap *proc.Snapshot, v *View, n int) *proc.Snapshot {
+	s := *snap
+	s.Procs = slices.Clone(snap.Procs)
+	s.ByPID = maps.Clone(snap.ByPID)
+	pid := snap.Procs[len(snap.Procs)-1].PID
+	for _, sb := range v.Sandboxes[:min(n, len(v.Sandboxes))] {
+		pid++
+		parent := sb.Root.Process
+		c := &proc.Process{PID: pid, PPID: parent.PID, PGID: parent.PGID, SID: parent.SID, State: 'S',
+			Comm: "sh", Argv: []string{"sh", "-c", "job"}, Start: parent.Start + 1, Cgroup: parent.Cgroup, Freezer: parent.Freezer}
+		s.Procs = append(s.Procs, c)
+		s.ByPID[pid] = c
 	}
 	return &s
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,16 +10,18 @@ import (
 
 // A watch loop builds a view every second of a host where, between two
 // refreshes, almost nothing that decides attribution changes: processes
-// tick CPU and RSS, a few unrelated ones are born and die. Rebuilding every
-// sandbox for that cost about 1.7 µs a process (issue 6 wants grouping
-// under a tenth of a refresh). So a Build first compares the snapshot with
-// the one the latest full Build saw, process by process (unchanged
-// processes are the same *proc.Process, see proc.Scanner), and when every
-// difference is provably outside every sandbox's inputs, it hands back the
-// same attribution: sandboxes none of whose members changed are shared
-// with the previous view, and the others are copied with their new
-// processes and judged again (badges, supervisor). Anything else, or any
-// doubt, is a full Build; TestReuseMatchesFullBuild holds the two equal
+// tick CPU and RSS, unrelated ones come and go, and inside sandboxes short
+// jobs start and exit. Rebuilding every sandbox for that cost about 7 µs a
+// process (issue 6 wants grouping under a tenth of a refresh). So a Build
+// first compares the snapshot with the last one, process by process
+// (unchanged processes are the same *proc.Process, see proc.Scanner). When
+// every difference is provably outside every sandbox's inputs, or is a
+// leaf joining or leaving a sandbox in a way that changes nothing else
+// about it, the last attribution stands: sandboxes none of whose members
+// changed are shared with the previous view, the others are copied with
+// their new processes (and their trees laid again when members came or
+// went) and judged again (badges, supervisor). Anything else, or any
+// doubt, is a full Build. TestReuseMatchesFullBuild holds the two equal
 // through random changes of every kind.
 
 // lastBuild is what the latest full Build decided, and what its answer
@@ -36,8 +39,9 @@ type lastBuild struct {
 	reusable bool
 	// supWalk holds every pid an ancestor-supervisor walk looked up.
 	supWalk map[int]struct{}
-	// groups holds the process groups that rule 1b pulled in.
-	groups map[int]struct{}
+	// groups holds the process groups that rule 1b pulled in, and the ID
+	// of the sandbox each joined.
+	groups map[int]string
 	// cgroups holds the v2 ([0]) and v1 freezer ([1]) cgroups asked
 	// whether they are dedicated to a sandbox: what lives in them decides.
 	cgroups [2]map[string]struct{}
@@ -50,22 +54,34 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	if l == nil || !l.reusable || prev == nil || prev != l.view || snap.Self != l.snap.Self {
 		return nil
 	}
+	r := reuser{l: l, rules: b.rules, memo: b.matches, snap: snap, prev: prev}
 	// Walk both snapshots in pid order at once.
 	olds, news := l.snap.Procs, snap.Procs
 	at := grown(l.spare, len(news)) // the last Member of each process, by new position
-	var changed map[*Member]*proc.Process
-	var dirty []bool // by sandbox position
 	var unattributed []*proc.Process
 	for i, j := 0, 0; i < len(news) || j < len(olds); {
 		switch {
 		case j == len(olds) || (i < len(news) && news[i].PID < olds[j].PID): // born
-			if l.relevantNew(b.rules, snap, news[i]) {
+			n := news[i]
+			switch kind, jn := r.classifyNew(n); kind {
+			case outside:
+				unattributed = appendUser(unattributed, n)
+			case joins:
+				jn.pos, jn.p = i, n
+				r.joins = append(r.joins, jn)
+				r.mark(jn.sb)
+			default:
 				return nil
 			}
-			unattributed = appendUser(unattributed, news[i])
 			i++
 		case i == len(news) || olds[j].PID < news[i].PID: // gone
-			if l.members[j] != nil || l.relevantOld(snap, olds[j]) {
+			if m := l.members[j]; m != nil {
+				if !r.removable(m) {
+					return nil
+				}
+				r.gone = append(r.gone, m)
+				r.mark(m.sb)
+			} else if l.relevantOld(snap, olds[j]) {
 				return nil
 			}
 			j++
@@ -75,15 +91,17 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 			case n == o:
 			case sameShape(n, o):
 				if m != nil {
-					if changed == nil {
-						changed = map[*Member]*proc.Process{}
-						dirty = make([]bool, len(prev.Sandboxes))
-					}
-					changed[m] = n
-					dirty[m.sb] = true
+					r.change(m, n)
 				}
-			case m != nil || l.relevantOld(snap, o) || l.relevantNew(b.rules, snap, n):
+			case m != nil && r.reExec(m, n, o):
+				r.change(m, n)
+				r.execs++
+			case m != nil || l.relevantOld(snap, o):
 				return nil
+			default:
+				if kind, _ := r.classifyNew(n); kind != outside {
+					return nil
+				}
 			}
 			at[i] = m
 			if m == nil {
@@ -92,6 +110,9 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 			i++
 			j++
 		}
+	}
+	if !r.membersAgree() {
+		return nil
 	}
 
 	cgroups := sameStates(snap.Cgroups, l.snap.Cgroups) && sameStates(snap.Freezers, l.snap.Freezers)
@@ -105,21 +126,467 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 		byID:         prev.byID,
 		byMember:     prev.byMember,
 	}
+	// Sandboxes that gained or lost members get their trees laid again;
+	// remap says where each surviving Member went.
+	var remap map[*Member]*Member
+	if r.regrow != nil {
+		remap = map[*Member]*Member{}
+	}
 	for k, sb := range prev.Sandboxes {
-		again := !cgroups || (dirty != nil && dirty[k]) || (!listeners && sb.socket != "") ||
-			(sb.Supervisor != nil && snap.ByPID[sb.Supervisor.PID] != sb.Supervisor)
-		if again {
-			sb = refresh(sb, snap, changed)
+		switch {
+		case r.regrow != nil && r.regrow[k]:
+			if sb = r.rebuild(sb, remap); sb == nil {
+				return nil // the root changed: not a leaf's business
+			}
+		case !cgroups || (r.dirty != nil && r.dirty[k]) || (!listeners && sb.socket != "") ||
+			(sb.Supervisor != nil && snap.ByPID[sb.Supervisor.PID] != sb.Supervisor):
+			sb = r.refresh(sb)
 		}
 		v.Sandboxes[k] = sb
 	}
+	if len(r.joins) > 0 || len(r.gone) > 0 {
+		v.byMember = maps.Clone(prev.byMember)
+		for _, m := range r.gone {
+			delete(v.byMember, m.ID())
+		}
+		for _, jn := range r.joins {
+			v.byMember[jn.p.ID()] = jn.sb
+		}
+	}
 	for i, m := range at {
-		if m != nil {
+		switch {
+		case m == nil:
+		case remap[m] != nil:
+			at[i] = remap[m]
+		default:
 			at[i] = v.Sandboxes[m.sb].Members[m.ord]
 		}
 	}
+	for _, jn := range r.joins {
+		at[jn.pos] = r.born[jn.p]
+	}
 	l.snap, l.view, l.members, l.spare = snap, v, at, l.members
+	b.reusedJoins += len(r.joins)
+	b.reusedExits += len(r.gone)
+	b.reusedExecs += r.execs
 	return v
+}
+
+// reuser is the working state of one reuse.
+type reuser struct {
+	l     *lastBuild
+	rules Rules
+	// memo is the Builder's: read, never written (only a full Build
+	// sweeps it, and a host whose short-lived processes never touch a
+	// sandbox would grow it with every birth).
+	memo map[proc.Identity]*matchMemo
+	snap *proc.Snapshot
+	prev *View
+	// changed maps a member to its process in snap when that differs;
+	// dirty marks the sandboxes (by position) to judge again.
+	changed map[*Member]*proc.Process
+	dirty   []bool
+	// joins are newborns that join a sandbox, gone the members that
+	// exited; regrow marks their sandboxes, and born holds the Member each
+	// newborn got. execs counts members that exec'd where they were.
+	joins  []join
+	gone   []*Member
+	regrow []bool
+	born   map[*proc.Process]*Member
+	execs  int
+	// names holds every sandbox ID and alias (see namesSandbox).
+	names map[string]bool
+}
+
+// join is a newborn that joins a sandbox: by a rule that placed an older
+// sibling there (rule 1), by its process group (1b) or through its parent
+// (2).
+type join struct {
+	pos int // in snap.Procs
+	p   *proc.Process
+	sb  int32
+	via Via
+	by  string
+	// match is the rule's match, for a newborn a rule recognised.
+	match Match
+}
+
+func (r *reuser) mark(sb int32) {
+	if r.dirty == nil {
+		r.dirty = make([]bool, len(r.prev.Sandboxes))
+	}
+	r.dirty[sb] = true
+}
+
+func (r *reuser) change(m *Member, p *proc.Process) {
+	if r.changed == nil {
+		r.changed = map[*Member]*proc.Process{}
+	}
+	r.changed[m] = p
+	r.mark(m.sb)
+}
+
+// now returns m's process in the new snapshot (m must not be gone).
+func (r *reuser) now(m *Member) *proc.Process {
+	if p := r.changed[m]; p != nil {
+		return p
+	}
+	return m.Process
+}
+
+type newKind int
+
+const (
+	undecidable newKind = iota // only a full Build can tell
+	outside                    // in no sandbox, and changes none
+	joins                      // joins a sandbox as a leaf
+)
+
+// classifyNew decides what a process that is new, or changed, does to the
+// attribution: nothing (outside), joins a sandbox as a leaf that changes
+// nothing else about it (joins), or something only a full Build can work
+// out.
+func (r *reuser) classifyNew(n *proc.Process) (newKind, join) {
+	l, snap := r.l, r.snap
+	if _, ok := l.supWalk[n.PID]; ok || n.PID <= 1 || n.PID == snap.Self {
+		return undecidable, join{}
+	}
+	if n.Kernel {
+		return outside, join{}
+	}
+	if m, ok := r.rules.Match(n); ok {
+		return r.classifyMatched(n, m)
+	}
+	if id, ok := l.groups[n.PGID]; ok {
+		// Rule 1b: the group's sandbox, unless it was folded into
+		// another since.
+		sb := l.view.Sandbox(id)
+		if sb == nil || n.Zombie() {
+			return undecidable, join{}
+		}
+		return joins, join{sb: sb.idx, via: ViaGroup}
+	}
+	// The nearest ancestor that was there last time decides (newborn
+	// ancestors are walked through): a member makes n join its sandbox,
+	// anything else leaves n outside, as it left that ancestor.
+	for q, steps := snap.ByPID[n.PPID], 0; q != nil && steps <= len(snap.Procs); q, steps = snap.ByPID[q.PPID], steps+1 {
+		if q.Kernel || q.PID <= 1 || q.PID == snap.Self {
+			break // the ancestor walk of rule 2 stops there too
+		}
+		if old := l.snap.ByPID[q.PID]; old == nil || old.Start != q.Start {
+			// Born since: look further up, unless a rule or a process
+			// group places it, which would place n with it.
+			if _, ok := r.rules.Match(q); ok {
+				return undecidable, join{}
+			}
+			if _, ok := l.groups[q.PGID]; ok {
+				return undecidable, join{}
+			}
+			continue
+		}
+		sb := l.view.SandboxOf(q.ID())
+		if sb == nil {
+			break
+		}
+		if n.Zombie() || !anchoredByRule(sb, q.PID) {
+			return undecidable, join{}
+		}
+		return joins, join{sb: sb.idx, via: ViaAncestor}
+	}
+	if l.inAskedCgroup(n) {
+		return undecidable, join{}
+	}
+	return outside, join{}
+}
+
+// classifyMatched decides for a process a rule recognised: it joins the
+// sandbox of that ID when the sandbox is there and the match cannot change
+// what the sandbox says (checked further in membersAgree), else only a
+// full Build can tell.
+func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
+	sb := r.l.view.Sandbox(m.ID)
+	if sb == nil || n.Zombie() || m.Rule.ProcessGroup || r.hasSocketFlag(n) {
+		return undecidable, join{}
+	}
+	return joins, join{sb: sb.idx, via: ViaRule, by: m.By, match: m}
+}
+
+// hasSocketFlag reports whether p's argv names a supervisor socket of any
+// rule: the first matched member to name one decides the sandbox's
+// supervisor.
+func (r *reuser) hasSocketFlag(p *proc.Process) bool {
+	for _, rule := range r.rules {
+		if f := rule.Supervisor.SocketFlag; f != "" {
+			if _, ok := FlagValue(p.Argv, f); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchOf returns the match of a member a rule recognised.
+func (r *reuser) matchOf(p *proc.Process) (Match, bool) {
+	if m := r.memo[p.ID()]; m != nil && m.p.same(p) {
+		return m.match, m.ok
+	}
+	return r.rules.Match(p)
+}
+
+// sibling reports whether p, which a rule recognised (match m) and which
+// joins sb or leaves it (gone holds every member that leaves), changes
+// nothing Build takes from the matches of sb's members in pid order: the
+// match that made the sandbox, the first to capture each variable, and the
+// first of each rule, which orders the sandbox's rules (its Rule and
+// MatchedBy, its cleanup paths, its supervisor). An older member of sb's
+// own ID, matched by the same rule, that stays, and older ones capturing
+// all of m's variables, make sure of that.
+func (r *reuser) sibling(sb *Sandbox, p *proc.Process, m Match, gone map[*Member]bool) bool {
+	if !slices.Contains(sb.rules, m.Rule) {
+		return false
+	}
+	first := false
+	need := maps.Clone(m.Vars)
+	for _, x := range sb.Members {
+		if x.Via != ViaRule || x.PID >= p.PID || gone[x] {
+			continue
+		}
+		xm, ok := r.matchOf(r.now(x))
+		if !ok || xm.ID != sb.ID {
+			continue
+		}
+		if xm.Rule == m.Rule {
+			first = true
+		}
+		for k := range xm.Vars {
+			delete(need, k)
+		}
+	}
+	return first && len(need) == 0
+}
+
+// anchoredByRule reports whether the member pid of sb is anchored (see
+// anchored): then a newborn below it joins in rule 2, as it did. Below a
+// member placed by its cgroup or by stickiness, a full Build joins it
+// later, where rule 3 could claim it first.
+func anchoredByRule(sb *Sandbox, pid int) bool {
+	i := slices.IndexFunc(sb.Members, func(m *Member) bool { return m.PID == pid })
+	return i >= 0 && anchored(sb.Members[i])
+}
+
+// anchored reports whether m was placed before rule 3 ran: by a rule, by
+// its process group, or under a chain of parents that ends at one of
+// those. Dedication (rule 3) looks at those members' cgroups only.
+func anchored(m *Member) bool {
+	for m.Via == ViaAncestor && m.Parent != nil {
+		m = m.Parent
+	}
+	return m.Via == ViaRule || m.Via == ViaGroup
+}
+
+// removable reports whether the exit of member m can change nothing but
+// its own sandbox's member list: a leaf (no one's parent, not the root)
+// that joined through its parent or its process group, or one a rule
+// recognised whose match others carry on (checked in membersAgree).
+func (r *reuser) removable(m *Member) bool {
+	if _, walked := r.l.supWalk[m.PID]; walked || len(m.Children) > 0 || m.PID == r.prev.Sandboxes[m.sb].Root.PID {
+		return false
+	}
+	switch m.Via {
+	case ViaAncestor:
+		return m.Parent != nil
+	case ViaGroup:
+		return true
+	case ViaRule:
+		match, ok := r.matchOf(m.Process)
+		return ok && match.ID == r.prev.Sandboxes[m.sb].ID && !match.Rule.ProcessGroup && !r.hasSocketFlag(m.Process)
+	}
+	return false
+}
+
+// reExec reports whether member m's process, in old and new versions o
+// and n, only exec'd into something no rule matches: it stays where its
+// parent put it.
+func (r *reuser) reExec(m *Member, n, o *proc.Process) bool {
+	if _, walked := r.l.supWalk[m.PID]; walked || m.Via != ViaAncestor {
+		return false
+	}
+	same := n.PID == o.PID && n.Start == o.Start && n.PPID == o.PPID && n.PGID == o.PGID &&
+		n.Kernel == o.Kernel && n.Zombie() == o.Zombie() && n.Cgroup == o.Cgroup && n.Freezer == o.Freezer
+	if !same {
+		return false
+	}
+	_, ok := r.rules.Match(n)
+	return !ok
+}
+
+// membersAgree checks the joins and exits against the cgroups their
+// sandboxes are judged by. A cgroup's dedication depends on the set of
+// cgroups the live members are in, so a newborn must be in one a
+// surviving live member is in already, and a live member that exited must
+// leave one behind (Build ignores zombies there). The merges depend on the
+// sandbox IDs the members' cgroups name, so neither may name one.
+func (r *reuser) membersAgree() bool {
+	if len(r.joins) == 0 && len(r.gone) == 0 {
+		return true
+	}
+	// A newborn at a pid that was another process's can find children
+	// there that were not born with it (their parent was the old owner of
+	// the pid): they would join too. A member that exited can leave a
+	// child that still names it (read before it was re-parented, or a
+	// parent cycle that the tree cut): its attribution would change.
+	joined := make(map[int]bool, len(r.joins))
+	for _, jn := range r.joins {
+		joined[jn.p.PID] = true
+	}
+	exited := make(map[int]bool, len(r.gone))
+	for _, m := range r.gone {
+		exited[m.PID] = true
+	}
+	for _, p := range r.snap.Procs {
+		if (joined[p.PPID] && !joined[p.PID]) || exited[p.PPID] {
+			return false
+		}
+	}
+	r.regrow = make([]bool, len(r.prev.Sandboxes))
+	gone := map[*Member]bool{}
+	for _, m := range r.gone {
+		gone[m] = true
+		r.regrow[m.sb] = true
+	}
+	for _, jn := range r.joins {
+		r.regrow[jn.sb] = true
+	}
+	// The cgroups of each regrown sandbox's surviving live members that
+	// dedication looks at: those placed before rule 3 (see anchored).
+	in := map[int32]map[string]bool{}
+	for k, grow := range r.regrow {
+		if !grow {
+			continue
+		}
+		live := map[string]bool{}
+		for _, m := range r.prev.Sandboxes[k].Members {
+			if p := r.now(m); !gone[m] && !p.Zombie() && anchored(m) {
+				live["v2:"+p.Cgroup], live["v1:"+p.Freezer] = true, true
+			}
+		}
+		in[int32(k)] = live
+	}
+	ok := func(live map[string]bool, p *proc.Process) bool {
+		for _, c := range []struct{ hier, path string }{{"v2:", p.Cgroup}, {"v1:", p.Freezer}} {
+			if c.path != "" && !live[c.hier+c.path] {
+				return false
+			}
+		}
+		return true
+	}
+	for _, jn := range r.joins {
+		sb := r.prev.Sandboxes[jn.sb]
+		if !ok(in[jn.sb], jn.p) || r.namesSandbox(jn.p.Cgroup, sb.ID) {
+			return false
+		}
+		if jn.via == ViaRule && !r.sibling(sb, jn.p, jn.match, gone) {
+			return false
+		}
+	}
+	for _, m := range r.gone {
+		sb := r.prev.Sandboxes[m.sb]
+		if r.namesSandbox(m.Cgroup, sb.ID) || (!m.Zombie() && !ok(in[m.sb], m.Process)) {
+			return false
+		}
+		if m.Via == ViaRule {
+			match, _ := r.matchOf(m.Process)
+			if !r.sibling(sb, m.Process, match, gone) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// namesSandbox reports whether a token of the cgroup path names a sandbox
+// or an alias other than own: such a member may be what folded one sandbox
+// into another (see mergeByCgroupName), and the fold would not survive its
+// exit.
+func (r *reuser) namesSandbox(path, own string) bool {
+	if r.names == nil {
+		r.names = map[string]bool{}
+		for _, sb := range r.prev.Sandboxes {
+			r.names[sb.ID] = true
+			for _, a := range sb.Aliases {
+				r.names[a] = true
+			}
+		}
+	}
+	for tok := range strings.FieldsFuncSeq(path, isCgroupSeparator) {
+		if len(tok) >= minIDInPath && tok != own && r.names[tok] {
+			return true
+		}
+	}
+	return false
+}
+
+// rebuild lays out again a sandbox that gained or lost members, as a full
+// Build would: members in pid order under their parents, the root and the
+// supervisor unchanged (nil if the root would change). remap receives the
+// new Member of each surviving one.
+func (r *reuser) rebuild(old *Sandbox, remap map[*Member]*Member) *Sandbox {
+	gone := map[*Member]bool{}
+	for _, m := range r.gone {
+		gone[m] = true
+	}
+	slab := make([]Member, 0, len(old.Members)+len(r.joins))
+	for _, m := range old.Members {
+		if !gone[m] {
+			slab = append(slab, Member{Process: r.now(m), Via: m.Via, MatchedBy: m.MatchedBy, sb: old.idx})
+		}
+	}
+	for _, jn := range r.joins {
+		if jn.sb == old.idx {
+			slab = append(slab, Member{Process: jn.p, Via: jn.via, MatchedBy: jn.by, sb: old.idx})
+		}
+	}
+	slices.SortFunc(slab, func(a, b Member) int { return a.PID - b.PID })
+	ms := make([]*Member, len(slab))
+	byPID := make(map[int]*Member, len(slab))
+	for k := range slab {
+		ms[k] = &slab[k]
+		byPID[slab[k].PID] = ms[k]
+	}
+	sb := *old
+	kids := newChunks[*Member](len(ms))
+	layTree(&sb, ms, func(m *Member) *Member { return byPID[m.PPID] }, &kids)
+	if sb.Root.PID != old.Root.PID {
+		return nil
+	}
+	for _, m := range old.Members {
+		if !gone[m] {
+			remap[m] = byPID[m.PID]
+		}
+	}
+	if r.born == nil {
+		r.born = map[*proc.Process]*Member{}
+	}
+	for _, jn := range r.joins {
+		if jn.sb == old.idx {
+			r.born[jn.p] = byPID[jn.p.PID]
+		}
+	}
+	r.judge(&sb, old)
+	return &sb
+}
+
+// judge refreshes what sb, a copy of old with this snapshot's members,
+// says about its supervisor and its badges.
+func (r *reuser) judge(sb, old *Sandbox) {
+	if old.Supervisor != nil {
+		sb.Supervisor = r.snap.ByPID[old.Supervisor.PID]
+	}
+	if old.socket != "" {
+		judgeSocket(sb, r.snap.Listeners)
+	}
+	sb.Orphan = sb.supOrphan
+	badge(sb, r.snap)
 }
 
 // relevantOld reports whether o, a process in no sandbox that is gone or
@@ -129,40 +596,6 @@ func (l *lastBuild) relevantOld(snap *proc.Snapshot, o *proc.Process) bool {
 		return true
 	}
 	return !o.Kernel && l.inAskedCgroup(o)
-}
-
-// relevantNew reports whether n, a process that is new or changed, could
-// be in a sandbox or change one: a rule matches it, it is in a process group
-// or a cgroup a sandbox depends on, a member is its ancestor, or a
-// supervisor walk passes it.
-func (l *lastBuild) relevantNew(rules Rules, snap *proc.Snapshot, n *proc.Process) bool {
-	if _, ok := l.supWalk[n.PID]; ok || n.PID <= 1 || n.PID == snap.Self {
-		return true
-	}
-	if n.Kernel {
-		return false
-	}
-	if l.inAskedCgroup(n) {
-		return true
-	}
-	// Not through the Builder's memo: only a full Build sweeps it, and a
-	// host whose short-lived processes never touch a sandbox would grow
-	// it with every birth.
-	if _, ok := rules.Match(n); ok {
-		return true
-	}
-	if _, ok := l.groups[n.PGID]; ok {
-		return true
-	}
-	for q, steps := snap.ByPID[n.PPID], 0; q != nil && steps <= len(snap.Procs); q, steps = snap.ByPID[q.PPID], steps+1 {
-		if q.Kernel || q.PID <= 1 || q.PID == snap.Self {
-			break // the ancestor walk of rule 2 stops there too
-		}
-		if l.view.SandboxOf(q.ID()) != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // inAskedCgroup reports whether p lives in or below a cgroup that was asked
@@ -195,15 +628,13 @@ func sameShape(a, b *proc.Process) bool {
 
 // refresh copies old with the processes of snap: the same members, tree and
 // supervisor, with badges and the socket supervisor judged again.
-func refresh(old *Sandbox, snap *proc.Snapshot, changed map[*Member]*proc.Process) *Sandbox {
+func (r *reuser) refresh(old *Sandbox) *Sandbox {
 	sb := *old
 	slab := make([]Member, len(old.Members))
 	kids := 0
 	for k, m := range old.Members {
 		slab[k] = *m
-		if p := changed[m]; p != nil {
-			slab[k].Process = p
-		}
+		slab[k].Process = r.now(m)
 		if m.Parent != nil {
 			slab[k].Parent = &slab[m.Parent.ord]
 		}
@@ -223,14 +654,7 @@ func refresh(old *Sandbox, snap *proc.Snapshot, changed map[*Member]*proc.Proces
 		}
 	}
 	sb.Root = &slab[old.Root.ord]
-	if old.Supervisor != nil {
-		sb.Supervisor = snap.ByPID[old.Supervisor.PID]
-	}
-	if old.socket != "" {
-		judgeSocket(&sb, snap.Listeners)
-	}
-	sb.Orphan = sb.supOrphan
-	badge(&sb, snap)
+	r.judge(&sb, old)
 	return &sb
 }
 

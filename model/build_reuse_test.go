@@ -106,6 +106,9 @@ func (w *world) argv() []string {
 		"firecracker --api-sock /run/vm0/sock/" + id + "/api.sock",
 		"containerd-shim-runc-v2 -namespace k8s.io -id " + id + " -address " + worldSockets[w.rng.IntN(2)],
 		"/usr/bin/runner start --config /etc/vm0/runner.yaml",
+		// One rule, captures that vary: the first match in pid order
+		// must keep deciding the sandbox's variables.
+		"halfexp " + id, "halfexp " + id + " base=/srv/" + fmt.Sprint(w.rng.IntN(2)),
 	}
 	return strings.Fields(pool[w.rng.IntN(len(pool))])
 }
@@ -117,7 +120,49 @@ func (w *world) cgroup() string { return worldCgroups[w.rng.IntN(len(worldCgroup
 func (w *world) step() string {
 	w.t++
 	p := w.pick()
-	switch k := w.rng.IntN(22); {
+	switch k := w.rng.IntN(29); {
+	case k == 27, k == 28:
+		// A container process starts a process that a rule recognises
+		// with captures that vary, at a pid that may be lower than its
+		// siblings'.
+		parent := w.procs[201]
+		pid := 1000 + w.rng.IntN(2000)
+		if _, taken := w.procs[pid]; parent == nil || taken {
+			return "nothing"
+		}
+		argv := "halfexp aaaa1111bbbb"
+		if w.rng.IntN(2) == 0 {
+			argv += " base=/srv/" + fmt.Sprint(w.rng.IntN(2))
+		}
+		w.procs[pid] = pr(pid, parent.PID, argv, start(w.nextStart), pgid(parent.PGID), cgroup(parent.Cgroup))
+		w.nextStart++
+		return "halfexp"
+	case k == 26:
+		// A skewed snapshot: the parent is gone, its children were read
+		// before they were re-parented.
+		delete(w.procs, p.PID)
+		return "death, children not yet re-parented"
+	case k == 22, k == 23:
+		// A process forks a child that stays in its cgroup and group, as
+		// a shell inside a container does.
+		pid := 5000 + w.t
+		c := pr(pid, p.PID, "sh -c job", start(w.nextStart), pgid(p.PGID), cgroup(p.Cgroup), freezer(p.Freezer))
+		w.nextStart++
+		w.procs[pid] = c
+		return "fork"
+	case k == 24:
+		// A leaf exits and is reaped.
+		for _, c := range w.procs {
+			if c.PPID == p.PID {
+				return "nothing"
+			}
+		}
+		delete(w.procs, p.PID)
+		return "leaf exit"
+	case k == 25:
+		// A leaf execs, staying in its cgroup.
+		w.edit(p, func(c *proc.Process) { c.Argv = []string{"job", fmt.Sprint(w.t)}; c.Comm = "job" })
+		return "exec"
 	case k == 20:
 		// The vm0 runner (a supervisor, in no sandbox) execs.
 		if r := w.procs[100]; r != nil {
@@ -264,7 +309,7 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 	if testing.Short() {
 		seeds = 4
 	}
-	var builds, reused int
+	var builds, reused, joins, exits, execs int
 	for seed := range uint64(seeds) {
 		w := newWorld(seed)
 		b := NewBuilder(rules)
@@ -279,12 +324,20 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 				t.Fatalf("seed %d after %v (reused %v):\n--- reuse\n%s--- full build\n%s", seed, log[max(0, len(log)-5):], b.reused > before, g, wnt)
 			}
 			prev = got
-			log = append(log, w.step())
+			// One to three changes between two refreshes: a child can be
+			// born under a parent born since the last one.
+			for range 1 + w.rng.IntN(3) {
+				log = append(log, w.step())
+			}
 			builds++
 		}
 		reused += b.reused
+		joins, exits, execs = joins+b.reusedJoins, exits+b.reusedExits, execs+b.reusedExecs
 	}
-	t.Logf("%d builds, %d reused", builds, reused)
+	t.Logf("%d builds, %d reused, absorbing %d joins, %d exits and %d execs of members", builds, reused, joins, exits, execs)
+	if joins == 0 || exits == 0 || execs == 0 {
+		t.Error("the random host never made reuse absorb a member's birth, exit or exec")
+	}
 	// The check proves something only if both paths ran often.
 	if reused < builds/5 || reused > builds*9/10 {
 		t.Errorf("%d of %d builds reused: the random host does not exercise both paths", reused, builds)
@@ -341,5 +394,68 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 	v4 := b.Build(w.snapshot(), v3)
 	if b.reused != 102 || v4.Sandbox("brand-new") == nil {
 		t.Errorf("reused %d, brand-new sandbox %v", b.reused, v4.Sandbox("brand-new"))
+	}
+}
+
+// TestReuseDedicationSeesOnlyEarlyMembers: dedication (rule 3) looks at
+// the cgroups of members placed by rules 1 and 2 only. A newborn a rule
+// recognises, in a cgroup where only a sticky member lives, makes that
+// cgroup a candidate: only a full Build can say what follows (here, the
+// cgroup is dedicated and the sticky member joins by it).
+func TestReuseDedicationSeesOnlyEarlyMembers(t *testing.T) {
+	const id = "stickybox01"
+	s1 := snap(
+		pr(300, 1, "sim --sandbox "+id, cgroup("/pool/7")),
+		pr(301, 300, "worker", cgroup("/"+id+"/x")),
+		pr(310, 1, "bystander", cgroup("/pool/7")),
+	)
+	b := NewBuilder(rules)
+	v1 := b.Build(s1, nil)
+	s2 := snap(
+		pr(300, 1, "sim --sandbox "+id, cgroup("/pool/7")),
+		pr(301, 1, "worker", cgroup("/"+id+"/x")), // its parent's pid was reused
+		pr(310, 1, "bystander", cgroup("/pool/7")),
+	)
+	v2 := b.Build(s2, v1)
+	if m := members(one(t, v2, id))[301]; m == nil || m.Via != ViaSticky {
+		t.Fatalf("worker %+v, want a sticky member", m)
+	}
+	s3 := snap(
+		s2.ByPID[300], s2.ByPID[301], s2.ByPID[310],
+		pr(320, 301, "sim --sandbox "+id, cgroup("/"+id+"/x")),
+	)
+	got := b.Build(s3, v2)
+	if g, w := dumpView(got), dumpView(Build(s3, rules, v2)); g != w {
+		t.Fatalf("builder:\n%s\nfull build:\n%s", g, w)
+	}
+	if sb := one(t, got, id); sb.Cgroup != "/"+id+"/x" || members(sb)[301].Via != ViaCgroup {
+		t.Errorf("cgroup %q, worker via %v: want the worker's cgroup dedicated, and the worker in by it", sb.Cgroup, members(sb)[301].Via)
+	}
+}
+
+// TestReuseNewbornUnderNewborn: a newborn's place is decided by its
+// nearest placed ancestor, which can itself be new: a process a rule
+// recognises, born since the last refresh under another sandbox's member,
+// takes its children to its own sandbox.
+func TestReuseNewbornUnderNewborn(t *testing.T) {
+	const a, b = "sandbox-a1", "sandbox-b1"
+	s1 := snap(
+		pr(300, 1, "sim --sandbox "+a, cgroup("/a")),
+		pr(301, 1, "sim --sandbox "+b, cgroup("/b")),
+		pr(302, 1, "sim --sandbox "+b, cgroup("/a")),
+	)
+	bld := NewBuilder(rules)
+	v1 := bld.Build(s1, nil)
+	s2 := snap(
+		s1.ByPID[300], s1.ByPID[301], s1.ByPID[302],
+		pr(710, 300, "sim --sandbox "+b, cgroup("/a")),
+		pr(711, 710, "job", cgroup("/a")),
+	)
+	got := bld.Build(s2, v1)
+	if g, w := dumpView(got), dumpView(Build(s2, rules, v1)); g != w {
+		t.Fatalf("builder:\n%s\nfull build:\n%s", g, w)
+	}
+	if sb := got.SandboxOf(s2.ByPID[711].ID()); sb == nil || sb.ID != b {
+		t.Errorf("the newborn's child is in %v, want %s", sb, b)
 	}
 }

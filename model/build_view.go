@@ -56,6 +56,7 @@ func (w *build) finish() *View {
 		sb.Orphan = sb.supOrphan
 		badge(sb, w.snap)
 		sb.Cleanup = w.cleanup(sb)
+		sb.rules = w.rules[sb]
 	}
 	w.last.members = byPos
 	return v
@@ -64,15 +65,23 @@ func (w *build) finish() *View {
 // tree links members to their member parents, picks the root and lays the
 // members out in pre-order.
 func (w *build) tree(sb *Sandbox, ms []*Member, byPos []*Member) {
-	var tops []*Member
-	for _, m := range ms { // ms is in pid order, so children end up by pid
-		var parent *Member
+	layTree(sb, ms, func(m *Member) *Member {
 		if i := w.ix.of(m.PPID); i >= 0 && w.owner[i] == sb {
-			parent = byPos[i]
+			return byPos[i]
 		}
-		if parent != nil && m.PPID != m.PID {
+		return nil
+	}, &w.childChunks)
+}
+
+// layTree links the members ms (in pid order) to their parents as
+// parentOf finds them, picks the root, marks the members that left their
+// tree, and lays the members out in sb.Members in pre-order.
+func layTree(sb *Sandbox, ms []*Member, parentOf func(*Member) *Member, kids *chunks[*Member]) {
+	var tops []*Member
+	for _, m := range ms { // in pid order, so children end up by pid
+		if parent := parentOf(m); parent != nil && m.PPID != m.PID {
 			m.Parent = parent
-			parent.Children = w.childChunks.add(parent.Children, m)
+			parent.Children = kids.add(parent.Children, m)
 		} else {
 			tops = append(tops, m)
 		}

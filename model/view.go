@@ -107,11 +107,13 @@ type Sandbox struct {
 
 	// idx is the sandbox's position in View.Sandboxes. supOrphan is the
 	// supervisor's verdict alone (Orphan also counts escaped members), and
-	// socket the supervisor socket path it was judged by, if any: what a
-	// refresh needs to judge the sandbox again without its rules.
+	// socket the supervisor socket path it was judged by, if any; rules
+	// are every rule that recognised a member. What a refresh needs to
+	// judge the sandbox again without building it.
 	idx       int32
 	supOrphan bool
 	socket    string
+	rules     []*Rule
 }
 
 // Member is one process of a sandbox.
