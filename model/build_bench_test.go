@@ -14,12 +14,13 @@ import (
 func TestMain(m *testing.M) { os.Exit(benchfleet.Run(m)) }
 
 // BenchmarkBuild groups a snapshot of a bulk sandsim fleet (about ten
-// processes per sandbox, see cmd/sandsim/benchfleet) with the presets:
-// steady is the watch loop's Builder, which remembers rule matches per
-// identity and builds on the previous view, on a host where nothing
-// changed; ticking alternates with a snapshot where some processes used
-// CPU; cold is a throwaway Build, as `sandtop list` does. Issue 6 wants it linear in the processes and under a
-// tenth of a steady scan (BenchmarkScanSteady); ns/proc shows the first.
+// processes per sandbox, see cmd/sandsim/benchfleet) with the presets.
+// steady is the watch loop's Builder, which builds on its previous view,
+// on a host where nothing changed; ticking and forking alternate with a
+// snapshot where some processes used CPU, or where a job started in some
+// sandboxes; cold is a throwaway Build, as `sandtop list` does. Issue 6
+// wants it linear in the processes and under a tenth of a steady scan
+// (BenchmarkScanSteady); ns/proc shows the first.
 func BenchmarkBuild(b *testing.B) {
 	rules := Effective(nil, true)
 	for _, n := range benchfleet.Procs() {
@@ -45,59 +46,46 @@ func BenchmarkBuild(b *testing.B) {
 				stop()
 				reportPerProc(b, snap, prev)
 			})
-			// A refresh where processes ticked CPU: one member of every
-			// sandbox (a VM's firecracker process), or every process.
+			// Refreshes where processes ticked CPU (one member of every
+			// sandbox, a VM's firecracker process; or every process), or
+			// where a job started in ten sandboxes (a container's shell)
+			// and, the next time, exited.
 			for _, tc := range []struct {
-				name string
-				tick func(i int, p *proc.Process, v *View) bool
+				name  string
+				other func(v *View) *proc.Snapshot
 			}{
-				{"ticking=one-per-sandbox", func(_ int, p *proc.Process, v *View) bool {
-					sb := v.SandboxOf(p.ID())
-					return sb != nil && sb.Root.Process == p
+				{"ticking=one-per-sandbox", func(v *View) *proc.Snapshot {
+					return tickedCopy(snap, func(p *proc.Process) bool {
+						sb := v.SandboxOf(p.ID())
+						return sb != nil && sb.Root.Process == p
+					})
 				}},
-				{"ticking=all", func(int, *proc.Process, *View) bool { return true }},
+				{"ticking=all", func(*View) *proc.Snapshot {
+					return tickedCopy(snap, func(*proc.Process) bool { return true })
+				}},
+				{"forking=10-sandboxes", func(v *View) *proc.Snapshot { return withChildren(snap, v, 10) }},
 			} {
 				b.Run(tc.name, func(b *testing.B) {
 					bld := NewBuilder(rules)
 					prev := bld.Build(snap, nil)
-					ticked := tickedCopy(snap, func(i int, p *proc.Process) bool { return tc.tick(i, p, prev) })
+					other := tc.other(prev)
 					b.ReportAllocs()
 					stop := benchfleet.CPUTimer(b)
 					n := 0
 					for b.Loop() {
 						s := snap
 						if n++; n%2 == 1 {
-							s = ticked
+							s = other
 						}
 						prev = bld.Build(s, prev)
 					}
 					stop()
 					reportPerProc(b, snap, prev)
+					if bld.reused < b.N {
+						b.Fatalf("%d of %d builds reused the last one", bld.reused, b.N)
+					}
 				})
 			}
-			// A refresh where a short-lived process came or went inside a
-			// sandbox (a container's shell forking a job): alternately a
-			// child joins ten sandboxes and leaves them.
-			b.Run("forking=10-sandboxes", func(b *testing.B) {
-				bld := NewBuilder(rules)
-				prev := bld.Build(snap, nil)
-				forked := withChildren(snap, prev, 10)
-				b.ReportAllocs()
-				stop := benchfleet.CPUTimer(b)
-				n := 0
-				for b.Loop() {
-					s := snap
-					if n++; n%2 == 1 {
-						s = forked
-					}
-					prev = bld.Build(s, prev)
-				}
-				stop()
-				reportPerProc(b, snap, prev)
-				if bld.reused < b.N {
-					b.Fatalf("%d of %d builds reused", bld.reused, b.N)
-				}
-			})
 			b.Run("cold", func(b *testing.B) {
 				var v *View
 				b.ReportAllocs()
@@ -119,13 +107,14 @@ func reportPerProc(b *testing.B, snap *proc.Snapshot, v *View) {
 }
 
 // tickedCopy returns snap with the processes chosen by tick replaced by
-// copies one CPU tick older, as the scanner reports a process that ran.
-func tickedCopy(snap *proc.Snapshot, tick func(i int, p *proc.Process) bool) *proc.Snapshot {
+// copies one CPU tick further on, as the scanner reports a process that
+// ran.
+func tickedCopy(snap *proc.Snapshot, tick func(p *proc.Process) bool) *proc.Snapshot {
 	s := *snap
 	s.Procs = slices.Clone(snap.Procs)
 	s.ByPID = maps.Clone(snap.ByPID)
 	for i, p := range s.Procs {
-		if tick(i, p) {
+		if tick(p) {
 			c := *p
 			c.CPUTicks++
 			s.Procs[i], s.ByPID[p.PID] = &c, &c
