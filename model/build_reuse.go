@@ -248,7 +248,7 @@ const (
 // out.
 func (r *reuser) classifyNew(n *proc.Process) (newKind, join) {
 	l, snap := r.l, r.snap
-	if _, ok := l.supWalk[n.PID]; ok || n.PID <= 1 || n.PID == snap.Self {
+	if l.pivotal(snap, n.PID) {
 		return undecidable, join{}
 	}
 	if n.Kernel {
@@ -411,9 +411,7 @@ func (r *reuser) reExec(m *Member, n, o *proc.Process) bool {
 	if _, walked := r.l.supWalk[m.PID]; walked || m.Via != ViaAncestor {
 		return false
 	}
-	same := n.PID == o.PID && n.Start == o.Start && n.PPID == o.PPID && n.PGID == o.PGID &&
-		n.Kernel == o.Kernel && n.Zombie() == o.Zombie() && n.Cgroup == o.Cgroup && n.Freezer == o.Freezer
-	if !same {
+	if !samePlace(n, o) {
 		return false
 	}
 	_, ok := r.rules.Match(n)
@@ -592,7 +590,7 @@ func (r *reuser) judge(sb, old *Sandbox) {
 // relevantOld reports whether o, a process in no sandbox that is gone or
 // changed, was something the latest full Build's answer depended on.
 func (l *lastBuild) relevantOld(snap *proc.Snapshot, o *proc.Process) bool {
-	if _, ok := l.supWalk[o.PID]; ok || o.PID <= 1 || o.PID == snap.Self {
+	if l.pivotal(snap, o.PID) {
 		return true
 	}
 	return !o.Kernel && l.inAskedCgroup(o)
@@ -621,9 +619,22 @@ func under(path string, dirs map[string]struct{}) bool {
 // sameShape reports whether a and b agree on everything attribution reads:
 // they may differ only in CPU, memory, threads and run state.
 func sameShape(a, b *proc.Process) bool {
+	return samePlace(a, b) && inputsOf(a).same(b)
+}
+
+// samePlace reports whether a and b are the same identity in the same
+// place: parent, process group, cgroups, kernel thread or not, zombie or
+// not. What rules match on (see matchInputs) may differ.
+func samePlace(a, b *proc.Process) bool {
 	return a.PID == b.PID && a.Start == b.Start && a.PPID == b.PPID && a.PGID == b.PGID &&
-		a.Kernel == b.Kernel && a.Zombie() == b.Zombie() && a.Comm == b.Comm && a.Exe == b.Exe &&
-		a.Cwd == b.Cwd && a.Cgroup == b.Cgroup && a.Freezer == b.Freezer && slices.Equal(a.Argv, b.Argv)
+		a.Kernel == b.Kernel && a.Zombie() == b.Zombie() && a.Cgroup == b.Cgroup && a.Freezer == b.Freezer
+}
+
+// pivotal reports whether pid is one Build treats specially whatever it
+// runs: PID 1, sandtop, or one a supervisor walk looked at.
+func (l *lastBuild) pivotal(snap *proc.Snapshot, pid int) bool {
+	_, walked := l.supWalk[pid]
+	return walked || pid <= 1 || pid == snap.Self
 }
 
 // refresh copies old with the processes of snap: the same members, tree and
