@@ -30,19 +30,16 @@ func (g *idGen) uuid() string {
 }
 
 // hex returns n lowercase hex digits; 64 is the containerd/Docker ID shape.
-func (g *idGen) hex(n int) string {
-	const digits = "0123456789abcdef"
-	var sb strings.Builder
-	for range n {
-		sb.WriteByte(digits[g.r.IntN(len(digits))])
-	}
-	return sb.String()
-}
+func (g *idGen) hex(n int) string { return g.from("0123456789abcdef", n) }
 
 // base62 returns n base62 characters; boxlite box IDs are 12 of them
 // (src/boxlite/src/runtime/id.rs).
 func (g *idGen) base62(n int) string {
-	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	return g.from("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", n)
+}
+
+// from returns n characters drawn from digits.
+func (g *idGen) from(digits string, n int) string {
 	var sb strings.Builder
 	for range n {
 		sb.WriteByte(digits[g.r.IntN(len(digits))])
