@@ -14,8 +14,8 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandtop/recording"
 	"github.com/sandtop/sandtop/model"
-	"github.com/sandtop/sandtop/ui"
 	"github.com/sandtop/sandtop/ui/format"
+	"github.com/sandtop/sandtop/ui/theme"
 )
 
 type listOpts struct {
@@ -47,7 +47,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(v.Document(o.all))
 			}
-			writeList(out, ui.NewStyles(lipgloss.NewRenderer(out)), v, o)
+			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil
 		},
 	}
@@ -78,7 +78,7 @@ func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
 	return recordedView(r, rules, o.at)
 }
 
-func writeList(w io.Writer, st *ui.Styles, v *model.View, o *listOpts) {
+func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 	r := st.Renderer()
 	ids := make([]string, len(v.Sandboxes))
 	for i, sb := range v.Sandboxes {
