@@ -127,25 +127,35 @@ func TestRecordIncident(t *testing.T) {
 		}
 	})
 
+	// A frame's time is when its scan began; the scan ends before the next
+	// frame's begins. A frame whose scan straddles an event may show either
+	// side of it.
 	t.Run("the orphan badge appears when the runner dies, the sandbox vanishes when torn down", func(t *testing.T) {
-		for i, f := range r.Frames() {
+		b := model.NewBuilder(rules)
+		var v *model.View
+		frames := r.Frames()
+		for i, f := range frames {
 			snap, err := r.Snapshot(i)
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := model.Build(snap, rules, nil)
+			end := f.Time.Add(time.Hour)
+			if i+1 < len(frames) {
+				end = frames[i+1].Time
+			}
+			v = b.Build(snap, v)
 			orphan := v.Sandbox(in.orphan)
 			if orphan == nil {
 				t.Fatalf("frame %d (%s): no sandbox %s", i, f.Time, in.orphan)
 			}
 			switch has := orphan.HasBadge(model.BadgeOrphan); {
-			case f.Time.Before(in.killed[0]) && has:
+			case end.Before(in.killed[0]) && has:
 				t.Errorf("frame %d at %s: orphan before the runner was killed at %s", i, f.Time, in.killed[0])
 			case f.Time.After(in.killed[1]) && !has:
 				t.Errorf("frame %d at %s: not an orphan after the runner was killed at %s", i, f.Time, in.killed[1])
 			}
 			switch gone := v.Sandbox(in.doomed) == nil; {
-			case f.Time.Before(in.torn[0]) && gone:
+			case end.Before(in.torn[0]) && gone:
 				t.Errorf("frame %d at %s: %s gone before its teardown", i, f.Time, in.doomed)
 			case f.Time.After(in.torn[1]) && !gone:
 				t.Errorf("frame %d at %s: %s still there after its teardown", i, f.Time, in.doomed)
