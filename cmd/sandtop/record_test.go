@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +165,10 @@ func TestRecordIncident(t *testing.T) {
 				t.Errorf("frame %d at %s: %s still there after its teardown", i, f.Time, in.doomed)
 			}
 		}
+	})
+
+	t.Run("replay in tmux: the badge comes, the sandbox goes, no signal leaves", func(t *testing.T) {
+		replayInTmux(t, in, r)
 	})
 
 	t.Run("out of range", func(t *testing.T) {
@@ -370,4 +378,197 @@ func TestRecordingSource(t *testing.T) {
 			t.Errorf("frame %d: %d processes at %s, want %d at %s", i, len(got.Procs), got.Time, len(want.Procs), want.Time)
 		}
 	}
+}
+
+// envReplayChild names the recording TestReplayChild replays, and the file
+// it writes its pid to.
+const envReplayChild = "SANDTOP_TEST_REPLAY_CHILD"
+
+// TestReplayChild is the program under test in the tmux replay check:
+// `sandtop replay FILE`.
+func TestReplayChild(t *testing.T) {
+	env := os.Getenv(envReplayChild)
+	if env == "" {
+		t.Skip("runs only under TestRecordIncident")
+	}
+	file, pidFile, _ := strings.Cut(env, ",")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"replay", file}, os.Stdin, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("sandtop replay: exit %d", code)
+	}
+}
+
+// replayInTmux replays the incident on a real terminal, under strace, and
+// checks what the screen shows at the moments around each event, and that
+// no signal left the program.
+func replayInTmux(t *testing.T, in *incident, r *recording.Reader) {
+	for _, tool := range []string{"strace", "tmux"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (make test-deps installs it)", tool)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	trace, pidFile := filepath.Join(dir, "strace.out"), filepath.Join(dir, "pid")
+	sock := fmt.Sprintf("sandtop-replay-%d", os.Getpid())
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = tmux("kill-server") })
+	prog := fmt.Sprintf("env %s=%s,%s TERM=xterm-256color TZ=UTC strace -f -qq -o %s -e trace=kill,tkill,tgkill,pidfd_send_signal,rt_sigqueueinfo,rt_tgsigqueueinfo,pidfd_open %s -test.run='^TestReplayChild$' -test.count=1 2>%s",
+		envReplayChild, in.file, pidFile, trace, self, filepath.Join(dir, "stderr"))
+	if out, err := tmux("new-session", "-d", "-s", "replay", "-x", "200", "-y", "30", prog); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	screen := func() string { out, _ := tmux("capture-pane", "-p", "-t", "replay"); return out }
+	send := func(keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			if out, err := tmux(append([]string{"send-keys", "-t", "replay"}, tmuxKey(k)...)...); err != nil {
+				t.Fatalf("send %q: %v: %s", k, err, out)
+			}
+		}
+	}
+	typeLine := func(s string) {
+		t.Helper()
+		if out, err := tmux("send-keys", "-t", "replay", "-l", s); err != nil {
+			t.Fatalf("type %q: %v: %s", s, err, out)
+		}
+		send("enter")
+	}
+	wait := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			s := screen()
+			if ok(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("screen never showed %s:\n%s", what, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	frames := r.Frames()
+	n := len(frames)
+	wait("the first frame", func(s string) bool { return strings.Contains(s, fmt.Sprintf("frame 1/%d", n)) })
+	send("t", "t")
+	wait("two frames on", func(s string) bool { return strings.Contains(s, fmt.Sprintf("frame 3/%d", n)) })
+
+	// jumpTo jumps to frame i by its time and waits for it.
+	jumpTo := func(i int) string {
+		t.Helper()
+		send("j")
+		typeLine(frames[i].Time.UTC().Format(time.RFC3339Nano))
+		return wait(fmt.Sprintf("frame %d", i+1), func(s string) bool {
+			return strings.Contains(s, fmt.Sprintf("frame %d/%d", i+1, n)) &&
+				strings.Contains(s, frames[i].Time.UTC().Format("2006-01-02 15:04:05.000"))
+		})
+	}
+	// lastBefore is the last frame whose scan ended before t (the next
+	// frame began before it); firstAfter the first that began after t.
+	lastBefore := func(at time.Time) int {
+		i := 0
+		for i+2 < n && frames[i+2].Time.Before(at) {
+			i++
+		}
+		return i
+	}
+	firstAfter := func(at time.Time) int {
+		i := 0
+		for i < n-1 && !frames[i].Time.After(at) {
+			i++
+		}
+		return i
+	}
+	row := func(s, id string) string {
+		for _, l := range strings.Split(s, "\n") {
+			// A table row has the expand mark; the filter lines name the ID too.
+			if strings.Contains(l, id[:12]) && strings.ContainsAny(l, "▸▾") {
+				return l
+			}
+		}
+		return ""
+	}
+
+	send("/")
+	typeLine("id:" + in.orphan)
+	before := jumpTo(lastBefore(in.killed[0]))
+	if l := row(before, in.orphan); l == "" || strings.Contains(l, "orphan") {
+		t.Errorf("before the runner was killed, the vm0 row is %q:\n%s", l, before)
+	}
+	after := jumpTo(firstAfter(in.killed[1]))
+	if l := row(after, in.orphan); !strings.Contains(l, "orphan") {
+		t.Errorf("after the runner was killed, the vm0 row is %q:\n%s", l, after)
+	}
+	t.Logf("replay before the runner's kill:\n%s", compact(before))
+	t.Logf("replay after the runner's kill:\n%s", compact(after))
+
+	send("/", "ctrl+u")
+	typeLine("id:" + in.doomed)
+	if s := jumpTo(lastBefore(in.torn[0])); row(s, in.doomed) == "" {
+		t.Errorf("before its teardown, %s is not shown:\n%s", in.doomed, s)
+	}
+	if s := jumpTo(firstAfter(in.torn[1])); row(s, in.doomed) != "" || !strings.Contains(s, "no sandbox matches") {
+		t.Errorf("after its teardown, %s is still shown:\n%s", in.doomed, s)
+	}
+	// Play at 60x to the end, with every other key the screen has.
+	send("esc", "esc", "+", "+", " ")
+	wait("the end", func(s string) bool { return strings.Contains(s, fmt.Sprintf("frame %d/%d", n, n)) })
+	keys, _ := boundKeys(t)
+	for _, k := range keys {
+		send(k)
+	}
+	send("esc", "esc", "q")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := tmux("has-session", "-t", "replay"); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay did not quit:\n%s", screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the replay never wrote its pid: %v", err)
+	}
+	own := map[string]bool{string(pid): true}
+	lines := strings.Split(string(data), "\n")
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 {
+			own[f[0]] = true
+		}
+	}
+	for _, l := range lines {
+		if classifySignalCall(l, string(pid), own) == foreignSignal {
+			t.Errorf("replay made a signal call: %s", l)
+		}
+	}
+	if len(lines) < 2 {
+		t.Error("strace recorded nothing: the check proved nothing")
+	}
+}
+
+// compact drops a screen's blank lines, for the log.
+func compact(screen string) string {
+	var out []string
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, strings.TrimRight(l, " "))
+		}
+	}
+	return strings.Join(out, "\n")
 }

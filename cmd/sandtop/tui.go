@@ -131,12 +131,17 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
 			}
 		}()
 	}
+	return runScreen(cmd, in, out, opts)
+}
+
+// runScreen runs the screen on the terminal until it quits.
+func runScreen(cmd *cobra.Command, in, out *os.File, opts ui.Options) error {
 	// Ask the terminal for its background before bubbletea owns stdin:
 	// the adaptive colors need the answer, and the query reads stdin.
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
 	// Teardowns still running were cancelled by the quit; wait until each
 	// has thawed what it froze and written its audit record.
 	m.Shutdown()
