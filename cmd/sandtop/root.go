@@ -82,7 +82,7 @@ orphan, zombie and paused badges, and tears them down safely.`,
 	_ = pf.MarkHidden("sys-root")
 	pf.StringVar(&g.rulesPath, "rules", "", "rules file (default $XDG_CONFIG_HOME/sandtop/rules.toml, then /etc/sandtop/rules.toml)")
 	pf.BoolVar(&g.noPresets, "no-presets", false, "use only the rules file, not the built-in presets")
-	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g))
+	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g), newServeCmd(g), newConfigCmd())
 	return root
 }
 
