@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/model"
-	"github.com/sandtop/sandtop/ui"
 	"github.com/sandtop/sandtop/ui/format"
+	"github.com/sandtop/sandtop/ui/theme"
 )
 
 type listOpts struct {
@@ -40,7 +40,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 			if o.json {
 				return v.Document(o.all).Encode(out)
 			}
-			writeList(out, ui.NewStyles(lipgloss.NewRenderer(out)), v, o)
+			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil
 		},
 	}
@@ -51,7 +51,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	return cmd
 }
 
-func writeList(w io.Writer, st *ui.Styles, v *model.View, o *listOpts) {
+func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 	r := st.Renderer()
 	ids := make([]string, len(v.Sandboxes))
 	for i, sb := range v.Sandboxes {
