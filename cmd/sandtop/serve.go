@@ -16,7 +16,6 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandtop/exporter"
 	"github.com/sandtop/sandtop/model"
-	"github.com/sandtop/sandtop/ui"
 )
 
 type serveOpts struct {
@@ -77,7 +76,7 @@ func runServe(ctx context.Context, g *globals, o *serveOpts, errOut io.Writer) e
 		return err
 	}
 	defer sc.Close()
-	exp, err := exporter.New(ui.NewScanSource(sc, rules), exporter.Options{
+	exp, err := exporter.New(newScanSource(sc, rules), exporter.Options{
 		Interval:        o.interval,
 		Runtimes:        runtimes(rules),
 		PerSandbox:      o.perSandbox,

@@ -611,4 +611,58 @@ func TestServePrometheus(t *testing.T) {
 	if v, ok := p.scalar(`up{job="sandtop"}`); !ok || v != 1 {
 		t.Errorf("up{job=sandtop} = %v (%v)", v, ok)
 	}
+	// Every query the README shows runs, and the first one answers its
+	// question: this host leaks a vm0 orphan.
+	questions, queries := readmePromQL(t)
+	for i, q := range queries {
+		res := p.query(q)
+		t.Logf("README query %q (%s): %v", q, questions[i], res)
+		if i == 0 && len(res) == 0 {
+			t.Errorf("%q: no host leaks vm0 orphans, but sandbox late is one", q)
+		}
+	}
+}
+
+// runReadmeServe runs a README `sandtop serve` line: on a free loopback
+// port instead of the one it names, until it answers a scrape.
+func runReadmeServe(t *testing.T, args []string) {
+	t.Helper()
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--listen" && i+1 < len(args) {
+			args = slices.Delete(args, i, i+2)
+			i--
+		}
+	}
+	s := startServe(t, nil, args...)
+	waitHealthy(t, s)
+	if code, _, body := httpGet(t, "GET", s.url+"/metrics"); code != 200 || !strings.Contains(body, "sandtop_sandboxes{") {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+}
+
+// readmePromQL returns the queries of README.md's promql block, each with
+// the question (the comment) it answers.
+func readmePromQL(t *testing.T) (questions, queries []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, question := false, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```promql"):
+			in = true
+		case strings.HasPrefix(line, "```"):
+			in = false
+		case in && strings.HasPrefix(line, "# "):
+			question = strings.TrimPrefix(line, "# ")
+		case in && strings.TrimSpace(line) != "":
+			questions, queries = append(questions, question), append(queries, strings.TrimSpace(line))
+		}
+	}
+	if len(queries) < 5 {
+		t.Fatalf("README.md has %d PromQL queries", len(queries))
+	}
+	return questions, queries
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // Source produces views of the host, each a steady refresh of the last
-// (cmd/sandtop wires the live screen's scanner and Builder).
+// (cmd/sandtop wires the live screen's scanSource: one scanner and Builder).
 type Source interface {
 	Scan() (*model.View, error)
 }
