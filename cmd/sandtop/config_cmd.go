@@ -14,6 +14,8 @@ func newConfigCmd() *cobra.Command {
 		Short: "Print files to install: Prometheus alert rules, systemd units",
 		Long: `Print a file sandtop ships for an operator to install, embedded in this
 binary so that it matches this version's metrics and flags.`,
+		Example: `  sandtop config alerts > /etc/prometheus/rules/sandtop.yml
+  sandtop config systemd serve > /etc/systemd/system/sandtop-serve.service`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(&cobra.Command{
