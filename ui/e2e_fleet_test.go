@@ -74,7 +74,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	send(tm, "enter")
 	waitFor(t, tm, `filter "id:`+target+`": 1 of`, target[:model.MinShortID])
 	send(tm, "K")
-	waitFor(t, tm, "Tear down sandbox "+target)
+	waitFor(t, tm, "Tear down sandbox "+sb.Name())
 	send(tm, "y")
 	// The steps stream in, and the list, refreshing behind the log, loses
 	// the sandbox.
@@ -101,7 +101,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 		}
 	}
 	recs := auditRecords(t, audit)
-	if len(recs) != 1 || recs[0].Target != target || recs[0].Via != "tui" || !recs[0].Totals.OK() {
+	if len(recs) != 1 || recs[0].ID != target || recs[0].Via != "tui" || !recs[0].Totals.OK() {
 		t.Errorf("audit records %+v", recs)
 	}
 }
