@@ -260,16 +260,26 @@ func dumpRecording(out io.Writer, path string) error {
 	fmt.Fprintln(out)
 	frames := r.Frames()
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "FRAME\tKIND\tTIME\tOFFSET\tBYTES\t")
+	fmt.Fprintln(tw, "FRAME\tKIND\tTIME\tOFFSET\tBYTES\tPROCS\tBORN\tEXITED\t")
 	var keys int
 	var total int64
+	var prev *proc.Snapshot
 	for i, f := range frames {
 		kind := "delta"
 		if f.Key {
 			kind, keys = "key", keys+1
 		}
 		total += f.Size
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t\n", i+1, kind, f.Time.Local().Format("2006-01-02 15:04:05.000"), f.Offset, f.Size)
+		procs, born, exited := "?", "", ""
+		if snap, err := r.Snapshot(i); err == nil {
+			procs = strconv.Itoa(len(snap.Procs))
+			if prev != nil {
+				b, e := births(prev, snap)
+				born, exited = strconv.Itoa(b), strconv.Itoa(e)
+			}
+			prev = snap
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", i+1, kind, f.Time.Local().Format("2006-01-02 15:04:05.000"), f.Offset, f.Size, procs, born, exited)
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
@@ -399,4 +409,19 @@ func cmpStr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// births counts the identities in cur that prev lacks, and the reverse.
+func births(prev, cur *proc.Snapshot) (born, exited int) {
+	for _, p := range cur.Procs {
+		if q := prev.ByPID[p.PID]; q == nil || q.Start != p.Start {
+			born++
+		}
+	}
+	for _, p := range prev.Procs {
+		if q := cur.ByPID[p.PID]; q == nil || q.Start != p.Start {
+			exited++
+		}
+	}
+	return born, exited
 }
