@@ -91,7 +91,13 @@ func (o *recordOpts) check() error {
 // recordScanner is the scanner a recording reads with. It reads every
 // field any rule can match on, not only those the rules in effect need, so
 // that a replay with other rules sees what they would have seen.
-func (g *globals) recordScanner() (*proc.Scanner, error) { return g.scanner() }
+func (g *globals) recordScanner() (*proc.Scanner, error) {
+	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", g.procRoot, err)
+	}
+	return s, nil
+}
 
 // newRecording creates the file and writes the header once the first
 // snapshot is known. The file is created before anything is scanned, so
