@@ -55,15 +55,40 @@ func recordIncident(t *testing.T) *incident {
 		file: filepath.Join(t.TempDir(), "incident.rec"), fleet: m,
 		orphan: m.Sandbox("vm").ID, doomed: m.Sandbox("doomed").ID, churner: m.Sandbox("churn").ID,
 	}
-	done := make(chan string, 1)
-	in.start = time.Now()
-	go func() {
-		code, _, errOut := sandtop(t, "record", "-o", in.file, "--interval", "250ms", "--duration", "20s", "--key-every", "4s")
-		if code != 0 {
-			done <- errOut
+	// The recorder is a process of its own, stopped with Ctrl-C (SIGINT)
+	// once the last event is recorded: under load the events can run late,
+	// and a fixed --duration could end before them.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := exec.Command(self, "-test.run=^TestRecorderChild$", "-test.count=1")
+	rec.Env = append(os.Environ(), envRecordChild+"="+in.file)
+	var recOut strings.Builder
+	rec.Stdout, rec.Stderr = &recOut, &recOut
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = rec.Process.Kill()
+			_ = rec.Wait()
 		}
-		close(done)
-	}()
+	})
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if r, err := recording.Open(in.file); err == nil {
+			n := r.Len()
+			r.Close()
+			if n > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recorder wrote no frame in a minute:\n%s", recOut.String())
+		}
+	}
+	in.start = time.Now()
 	until := func(d time.Duration) { time.Sleep(time.Until(in.start.Add(d))) }
 	list := func() {
 		l := liveList{before: time.Now()}
@@ -89,10 +114,31 @@ func recordIncident(t *testing.T) *incident {
 	in.torn[1] = time.Now()
 	until(15 * time.Second)
 	list()
-	if errOut, failed := <-done; failed {
-		t.Fatalf("sandtop record failed:\n%s", errOut)
+	time.Sleep(time.Second)
+	if err := rec.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = rec.Wait()
+	stopped = true
+	if err != nil || !strings.Contains(recOut.String(), "interrupted") {
+		t.Fatalf("sandtop record, stopped with SIGINT: %v\n%s", err, recOut.String())
 	}
 	return in
+}
+
+// envRecordChild names the file TestRecorderChild records to.
+const envRecordChild = "SANDTOP_TEST_RECORD_CHILD"
+
+// TestRecorderChild is the recorder of TestRecordIncident: `sandtop record`
+// until SIGINT.
+func TestRecorderChild(t *testing.T) {
+	file := os.Getenv(envRecordChild)
+	if file == "" {
+		t.Skip("runs only under TestRecordIncident")
+	}
+	if code := run([]string{"record", "-o", file, "--interval", "250ms", "--key-every", "4s"}, os.Stdin, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("sandtop record: exit %d", code)
+	}
 }
 
 func TestRecordIncident(t *testing.T) {
@@ -102,8 +148,8 @@ func TestRecordIncident(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := r.Verify(); err != nil {
-		t.Fatalf("a recording closed cleanly: %v", err)
+	if err := r.Verify(); err != nil || r.End() == nil || r.End().Stopped != "interrupted" {
+		t.Fatalf("a recording stopped with Ctrl-C: damage %v, end %+v", err, r.End())
 	}
 	rules, err := model.ParseRules([]byte(r.Header.Rules), "recorded")
 	if err != nil {
@@ -444,7 +490,7 @@ func replayInTmux(t *testing.T, in *incident, r *recording.Reader) {
 	}
 	wait := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for {
 			s := screen()
 			if ok(s) {
