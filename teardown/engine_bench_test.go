@@ -9,6 +9,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // BenchmarkTeardown tears down one sandbox of about 1,000 processes with an
@@ -23,7 +24,7 @@ func BenchmarkTeardown(b *testing.B) {
 		b.Skip("-short: skipping a benchmark that starts a fleet of real processes")
 	}
 	if os.Geteuid() != 0 {
-		b.Skip("needs root: the fleet's sandboxes live in cgroups, and teardown signals them")
+		proctest.SkipMissing(b, "needs root: the fleet's sandboxes live in cgroups, and teardown signals them")
 	}
 	cases := []struct {
 		name   string

@@ -15,6 +15,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestMain lets the test binary serve as the sandsim fleet's owner and
@@ -214,7 +215,7 @@ func TestTeardownBoxInPidNamespace(t *testing.T) {
 		{Name: "other-box", Runtime: fleet.Boxlite, Detached: true},
 	}})
 	if !f.Manifest().Sandbox("box").PidNS {
-		t.Skip("no nested pid namespace on this host")
+		proctest.SkipMissing(t, "no nested pid namespace on this host")
 	}
 	r := tearDown(t, f, "box", DefaultGrace)
 	if r.plan.Cgroup == "" || !r.has(StepCleanup, OK, "removed cgroup") {

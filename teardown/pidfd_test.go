@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // startSleep starts a /bin/sleep child that the test owns; cleanup kills
@@ -54,13 +55,6 @@ func pin(t *testing.T, id proc.Identity) *Pinned {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
 }
 
 // withoutPidfd makes Pin behave as on a kernel without pidfd_open.
@@ -215,7 +209,7 @@ func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(n-1)), 0); err != nil {
-		t.Skipf("cannot steer pid allocation: %v", err)
+		proctest.SkipMissing(t, "cannot steer pid allocation: %v", err)
 	}
 	cmd := exec.Command("/bin/sleep", "600")
 	if err := cmd.Start(); err != nil {
@@ -235,7 +229,7 @@ func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
 // two processes that share both.
 func reusedPID(t *testing.T, beforeExit func(a proc.Identity)) (proc.Identity, *exec.Cmd) {
 	t.Helper()
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	for attempt := 1; attempt <= 20; attempt++ {
 		a := startSleep(t)
 		idA := identity(t, a.Process.Pid)

@@ -11,6 +11,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // usage is one sample of this process's resources.
@@ -141,7 +142,7 @@ func TestTortureWatchResources(t *testing.T) {
 // that every pinned pidfd, and every goroutine a teardown starts, is gone
 // once Run returns.
 func TestTortureEngineDescriptors(t *testing.T) {
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	n := envInt(t, "TORTURE_ENGINE_RUNS", defaultEngineRepeats)
 	eng, err := New(Options{})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // sandboxesPerFleet is how many sandboxes one fleet holds; each is torn
@@ -89,7 +90,7 @@ type trial struct {
 // survived of the target and what was harmed outside it (both must be 0),
 // by identity (pid + start time).
 func TestTortureTrials(t *testing.T) {
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	n := envInt(t, "TORTURE_N", defaultTrials)
 	rng := rand.New(rand.NewPCG(tortureSeed(t), 7))
 	var (

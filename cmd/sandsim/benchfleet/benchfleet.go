@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // DefaultProcs are the fleet sizes when BENCH_PROCS is not set.
@@ -90,7 +91,7 @@ func Start(tb testing.TB, n int) *fleet.Fleet {
 		tb.Skip("-short: skipping a benchmark that starts a fleet of real processes")
 	}
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root: the benchmark fleet puts its sandboxes in cgroups")
+		proctest.SkipMissing(tb, "needs root: the benchmark fleet puts its sandboxes in cgroups")
 	}
 	shared.mu.Lock()
 	defer shared.mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestManifestMatchesProc starts each scenario and checks, through /proc,
@@ -138,7 +140,7 @@ func TestCommands(t *testing.T) {
 	t.Run("freeze and thaw", func(t *testing.T) {
 		s := sandbox(t, &m, "web")
 		if s.CgroupDir == "" {
-			t.Skip("no cgroup: " + strings.Join(s.Notes, "; "))
+			proctest.SkipMissing(t, "no cgroup: %s", strings.Join(s.Notes, "; "))
 		}
 		if err := f.Freeze("web"); err != nil {
 			t.Fatal(err)
@@ -162,7 +164,7 @@ func TestCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range s.Processes {
-			if !eventually(2*time.Second, func() bool { return mustStat(t, p.PID).State != "T" }) {
+			if !proctest.Eventually(2*time.Second, func() bool { return mustStat(t, p.PID).State != "T" }) {
 				t.Errorf("%s still stopped", p.Role)
 			}
 		}
