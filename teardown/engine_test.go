@@ -31,7 +31,7 @@ type result struct {
 	elapsed time.Duration
 }
 
-func (r result) has(step string, status Status, detail string) bool {
+func (r result) has(step Step, status Status, detail string) bool {
 	for _, ev := range r.events {
 		if ev.Step == step && ev.Status == status && strings.Contains(ev.Detail, detail) {
 			return true

@@ -220,7 +220,7 @@ func (k *fakeKiller) Run(ctx context.Context, p *teardown.Plan, emit func(teardo
 	release := k.release
 	k.mu.Unlock()
 	at := t0.Add(time.Minute)
-	ev := func(step string, st teardown.Status, pid int, comm, detail string) {
+	ev := func(step teardown.Step, st teardown.Status, pid int, comm, detail string) {
 		emit(teardown.Event{Time: at, Sandbox: p.Target, Step: step, Status: st, PID: pid, Comm: comm, Detail: detail})
 	}
 	ev(teardown.StepPlan, teardown.OK, p.RootPID, "", p.Strategy())
