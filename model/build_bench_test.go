@@ -81,8 +81,8 @@ func BenchmarkBuild(b *testing.B) {
 					}
 					stop()
 					reportPerProc(b, snap, prev)
-					if bld.reused < b.N {
-						b.Fatalf("%d of %d builds reused the last one", bld.reused, b.N)
+					if bld.Stats().Reused < b.N {
+						b.Fatalf("%d of %d builds reused the last one", bld.Stats().Reused, b.N)
 					}
 				})
 			}
