@@ -99,7 +99,7 @@ bench-compare: build
 clean:
 	rm -rf $(BIN)
 
-# The torture suite (issue 7): the full-size runs of the teardown trials, pid
+# The torture suite: the full-size runs of the teardown trials, pid
 # reuse, churn, permissions, resource and read-only tests (`make test` runs
 # them bounded), then every /proc and rules parser fuzzed for FUZZTIME. The
 # figures land in $(TORTURE_LOG) on the "TORTURE" lines. Knobs: TORTURE_N,

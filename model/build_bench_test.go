@@ -18,8 +18,8 @@ func TestMain(m *testing.M) { os.Exit(benchfleet.Run(m)) }
 // steady is the watch loop's Builder, which builds on its previous view,
 // on a host where nothing changed; ticking and forking alternate with a
 // snapshot where some processes used CPU, or where a job started in some
-// sandboxes; cold is a throwaway Build, as `sandtop list` does. Issue 6
-// wants it linear in the processes and under a tenth of a steady scan
+// sandboxes; cold is a throwaway Build, as `sandtop list` does. Grouping
+// must stay linear in the processes and under a tenth of a steady scan
 // (BenchmarkScanSteady); ns/proc shows the first.
 func BenchmarkBuild(b *testing.B) {
 	rules := Effective(nil, true)

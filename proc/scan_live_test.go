@@ -152,9 +152,9 @@ func TestScanLiveChildren(t *testing.T) {
 	if err != nil || id != p.ID() || state != 'S' {
 		t.Errorf("ReadIdentity = %v %c %v, want %v S", id, state, err, p.ID())
 	}
-	fresh, err := ReadProcess("/proc", p.PID)
+	fresh, err := readProcess("/proc", p.PID)
 	if err != nil || !slices.Equal(fresh.Argv, p.Argv) || fresh.Cgroup != p.Cgroup || fresh.Exe != p.Exe {
-		t.Errorf("ReadProcess = %+v, %v; want the scanned %+v", fresh, err, p)
+		t.Errorf("readProcess = %+v, %v; want the scanned %+v", fresh, err, p)
 	}
 	if snap.ByPID[2] != nil && !snap.ByPID[2].Kernel {
 		t.Errorf("pid 2 (%s) not a kernel thread", snap.ByPID[2].Comm)

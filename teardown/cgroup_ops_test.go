@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -131,7 +132,7 @@ func TestCgroupV2Lifecycle(t *testing.T) {
 	}
 
 	start := time.Now()
-	if err := Freeze(timeout(t, 5*time.Second), dir); err != nil {
+	if err := freeze(timeout(t, 5*time.Second), dir); err != nil {
 		t.Fatalf("Freeze: %v", err)
 	}
 	t.Logf("Freeze took %v", time.Since(start))
@@ -148,7 +149,7 @@ func TestCgroupV2Lifecycle(t *testing.T) {
 	}
 
 	// Kill while frozen: v2 lets SIGKILL through the freezer.
-	if err := Freeze(timeout(t, 5*time.Second), dir); err != nil {
+	if err := freeze(timeout(t, 5*time.Second), dir); err != nil {
 		t.Fatalf("second Freeze: %v", err)
 	}
 	start = time.Now()
@@ -386,7 +387,7 @@ func TestCgroupWritesRefuseStrangers(t *testing.T) {
 		{"Kill of a plain directory", func() error { return Kill(plain) }, ErrNotCgroup},
 		{"Kill of a v1 cgroup", func() error { return Kill(v1) }, ErrNotCgroup},
 		{"Kill of a missing cgroup", func() error { return Kill(missing) }, ErrCgroupGone},
-		{"Freeze of a missing cgroup", func() error { return Freeze(context.Background(), missing) }, ErrCgroupGone},
+		{"freeze of a missing cgroup", func() error { return freeze(context.Background(), missing) }, ErrCgroupGone},
 		{"Thaw of a plain directory", func() error { return Thaw(plain) }, ErrNotCgroup},
 		{"FreezeV1 of a v2 cgroup", func() error { return FreezeV1(context.Background(), v2) }, ErrNotCgroup},
 		{"ThawV1 of a missing cgroup", func() error { return ThawV1(filepath.Join(v1, "nope")) }, ErrCgroupGone},
@@ -443,4 +444,20 @@ func TestEventValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freeze freezes every process in dir's subtree (writes 1 to cgroup.freeze)
+// and waits until cgroup.events reports "frozen 1". Freezing is
+// asynchronous: a task in uninterruptible sleep freezes only when it wakes,
+// so give ctx a deadline. A frozen v2 task still dies from SIGKILL and from
+// cgroup.kill, without a thaw. The engine never freezes a v2 cgroup (it
+// kills through cgroup.kill); the tests freeze one to prove that.
+func freeze(ctx context.Context, dir string) error {
+	if err := writeCgroupFile(dir, "cgroup.freeze", "1", fsV2, ErrNoCgroupFreeze); err != nil {
+		return fmt.Errorf("freeze: %w", err)
+	}
+	if err := waitCgroupEvent(ctx, dir, "frozen", "1"); err != nil {
+		return fmt.Errorf("freeze %s: %w", dir, err)
+	}
+	return nil
 }

@@ -17,7 +17,7 @@ import (
 // dedicated cgroup (a detached boxlite box whose shim has 996 `sleep`
 // leaves; cgroup.kill)
 // and without one (a vm0 tree whose firecracker has 995 leaf children;
-// SIGSTOP top-down, then SIGKILL through each pidfd). Issue 6 wants under
+// SIGSTOP top-down, then SIGKILL through each pidfd). The targets are under
 // 200 ms and under 1 s. Each iteration starts a fresh fleet (not timed).
 func BenchmarkTeardown(b *testing.B) {
 	if testing.Short() {

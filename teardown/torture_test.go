@@ -110,8 +110,8 @@ func TestTortureTrials(t *testing.T) {
 		ok := t.Run(fmt.Sprintf("fleet%d", fleetNo), func(t *testing.T) {
 			t.Cleanup(func() {
 				if t.Failed() {
-					js, _ := json.Marshal(spec)
-					t.Logf("spec: %s", js)
+					js, err := json.Marshal(spec)
+					t.Logf("spec: %s (%v)", js, err)
 				}
 			})
 			f := fleettest.Start(t, spec)

@@ -21,7 +21,7 @@ import (
 	"github.com/sandtop/sandtop/ui"
 )
 
-// The read-only torture check (issue 7). ui/readonly_test.go proves, on the
+// The read-only torture check. ui/readonly_test.go proves, on the
 // model, that read-only mode has a nil killer and that no bound key reaches
 // one; this test proves it on the real program: `sandtop watch` on a real
 // terminal (tmux), beside a real fleet, fed every bound key and a random

@@ -49,7 +49,7 @@ import (
 var DefaultProcs = []int{1000, 10000}
 
 // startTimeout bounds a fleet start; 10,000 processes take about 15 s on
-// the 2-core machines of issue 6.
+// a 2-core machine.
 const startTimeout = 3 * time.Minute
 
 var shared struct {

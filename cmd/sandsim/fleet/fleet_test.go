@@ -83,8 +83,19 @@ func TestOwnerKilledAbruptly(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Let the lifeline do its part before Close, so that the test covers
-	// zombies re-parented to this process, not just live nodes.
-	time.Sleep(200 * time.Millisecond)
+	// zombies re-parented to this process, not just live nodes: wait until
+	// the orphan sandbox's nodes, which watch the lifeline, have exited.
+	lifelineDone := func() bool {
+		for _, p := range sandbox(t, &m, "orphan").Processes {
+			if st, ok, _ := lookup(p.Identity); ok && st.State != "Z" {
+				return false
+			}
+		}
+		return true
+	}
+	if !proctest.Eventually(10*time.Second, lifelineDone) {
+		t.Errorf("the orphan sandbox's nodes outlived their lifeline by 10s")
+	}
 	// A frozen (or, without cgroups, stopped) member cannot read its
 	// lifeline: only Close can end it.
 	paused := sandbox(t, &m, "v2").Root()
