@@ -65,6 +65,21 @@ func withoutPidfd(t *testing.T) {
 	t.Cleanup(func() { pidfdOpen = saved })
 }
 
+// TestPinGoneAnswers checks that both answers a kernel gives pidfd_open for
+// a process that is gone (ESRCH, and pidfs's ENOENT) make Pin say ErrGone,
+// which a teardown counts as already exited, not as a failed step.
+func TestPinGoneAnswers(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.ESRCH, unix.ENOENT} {
+		saved := pidfdOpen
+		pidfdOpen = func(int, int) (int, error) { return -1, errno }
+		_, err := Pin("/proc", proc.Identity{PID: 4242, Start: 1})
+		pidfdOpen = saved
+		if !errors.Is(err, ErrGone) {
+			t.Errorf("pidfd_open %v: Pin error = %v, want ErrGone", errno, err)
+		}
+	}
+}
+
 // waitZombie waits until pid shows state Z in /proc, which is how an
 // exited but unreaped child looks.
 func waitZombie(t *testing.T, pid int) proc.Stat {
