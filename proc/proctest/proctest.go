@@ -71,7 +71,7 @@ func Eventually(timeout time.Duration, cond func() bool) bool {
 // NobodyBinary copies the running test binary to a fresh directory that
 // every user may enter and returns the copy's path: go test builds in a
 // directory private to its user, so a test that re-runs itself as another
-// user (nobody) runs the copy. The directory is removed when the test
+// user (nobody, or any uid) runs the copy. The directory is removed when the test
 // ends.
 func NobodyBinary(t testing.TB) string {
 	t.Helper()
