@@ -433,6 +433,15 @@ func TestScanUnprivileged(t *testing.T) {
 		t.Fatalf("no root-owned process seen; cannot check permissions")
 	}
 	for _, p := range r.Others {
+		if !p.HasArgv {
+			// A process on its way out has released its memory and shows
+			// an empty cmdline to anyone (proc(5)); on a host where other
+			// work forks and exits, the scan meets some. Gone now, it says
+			// nothing about what nobody may read.
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.PID)); errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+		}
 		if p.Exe != "" || p.Cwd != "" || !p.Partial || !p.HasArgv {
 			t.Errorf("root's pid %d as seen by nobody = %+v; want empty exe/cwd, Partial, argv still read", p.PID, p)
 		}
