@@ -17,6 +17,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandtop/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // incident is a recording of a fleet that changed while it was recorded.
@@ -452,7 +453,7 @@ func TestReplayChild(t *testing.T) {
 func replayInTmux(t *testing.T, in *incident, r *recording.Reader) {
 	for _, tool := range []string{"strace", "tmux"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (make test-deps installs it)", tool)
+			proctest.SkipMissing(t, "%s not installed (make test-deps installs it)", tool)
 		}
 	}
 	self, err := os.Executable()
