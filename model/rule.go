@@ -40,6 +40,10 @@ type Rule struct {
 	// Cleanup paths are removed after an orphan is killed. "{id}" and any
 	// other named capture group ("{base}") are substituted.
 	Cleanup []string
+	// Leftovers are extra templates, beyond Cleanup, of paths a dead
+	// sandbox of this runtime may leave behind; their placeholders other
+	// than {id} are given explicitly (a glob root: "/var/lib/vm0/workspaces/{id}").
+	Leftovers []string
 	// Source says where the rule was defined: "file:line" or "preset".
 	Source string
 	// Doc is a one-line description; presets cite the runtime source the

@@ -46,6 +46,10 @@ type Plan struct {
 	SupervisorNote string
 	// Cleanup lists the paths removed after the kill (unsupervised only).
 	Cleanup []string
+	// Leftovers is what a sandbox with no process left still holds: the
+	// plan of such a sandbox signals nothing and removes these (the ones
+	// with a Keep reason are reported, not removed).
+	Leftovers []model.Leftover
 	// Grace is the graceful phase's wait; 0 means SIGKILL at once.
 	Grace time.Duration
 	// Deadline bounds the verify loop.
@@ -94,7 +98,6 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		Target:         sb.ID,
 		Runtime:        sb.Runtime,
 		Sandbox:        sb,
-		RootPID:        sb.Root.PID,
 		Cgroup:         sb.Cgroup,
 		Freezer:        sb.Freezer,
 		Frozen:         sb.Frozen,
@@ -103,6 +106,16 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		View:           v,
 	}
 	p.setOptions(o)
+	if sb.Root != nil {
+		p.RootPID = sb.Root.PID
+	}
+	if len(sb.Members) == 0 {
+		if len(sb.Leftovers) == 0 {
+			return nil, fmt.Errorf("sandbox %s: no process and nothing left over", sb.ID)
+		}
+		p.Leftovers = slices.Clone(sb.Leftovers)
+		return p, nil
+	}
 	if sb.Cgroup != "" {
 		p.CgroupDir = v.Snapshot.Mounts.V2Dir(sb.Cgroup)
 		p.FrozenV2 = v.Snapshot.Cgroups[sb.Cgroup].Frozen
@@ -207,8 +220,15 @@ func (p *Plan) Strategy() string {
 	return fmt.Sprintf("graceful: SIGTERM, %s grace, then SIGKILL", p.Grace)
 }
 
+// LeftoverOnly reports whether the plan is of a sandbox with no process
+// left: it signals nothing and removes what the sandbox left behind.
+func (p *Plan) LeftoverOnly() bool { return len(p.Members) == 0 && len(p.Leftovers) > 0 }
+
 // Steps lists, in order, the steps the engine will run for this plan.
 func (p *Plan) Steps() []string {
+	if p.LeftoverOnly() {
+		return []string{StepVerify, StepCleanup, StepDone}
+	}
 	steps := []string{StepPin}
 	if p.Grace > 0 {
 		if p.Frozen {
@@ -232,6 +252,20 @@ func (p *Plan) Steps() []string {
 // Write prints the plan for a person: what --dry-run shows and what the
 // confirmation asks about.
 func (p *Plan) Write(w io.Writer) {
+	if p.LeftoverOnly() {
+		fmt.Fprintf(w, "target:     %s (%s), no process left\n", p.Target, p.Runtime)
+		fmt.Fprintf(w, "supervisor: %s\n", p.SupervisorNote)
+		fmt.Fprintf(w, "leftovers:\n")
+		for _, l := range p.Leftovers {
+			what := "remove"
+			if !l.Removable() {
+				what = "keep (" + l.Keep + ")"
+			}
+			fmt.Fprintf(w, "  %-6s %s: %s\n", l.Kind, l.Path, what)
+		}
+		fmt.Fprintf(w, "steps:      %s\n", strings.Join(p.Steps(), " → "))
+		return
+	}
 	fmt.Fprintf(w, "target:     %s (%s), root pid %d, %d processes\n", p.Target, p.Runtime, p.RootPID, len(p.Members))
 	switch {
 	case p.Cgroup != "":

@@ -131,12 +131,15 @@ func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
 	return scanView(s, rules)
 }
 
+// scanView scans once and groups the result, with the sandboxes that
+// left things behind (see withLeftovers).
 func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	snap, err := s.Scan()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	return model.Build(snap, rules, nil), nil
+	v, _ := withLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
+	return v, nil
 }
 
 // initCompletion makes cobra's completion command now, so it can carry an
