@@ -204,8 +204,8 @@ func TestIsSystemdUnit(t *testing.T) {
 		"/machine.slice/machine-x.scope":                    true,
 		"/kubepods.slice/kubepods-pod1.slice":               true,
 		"/user.slice/user-0.slice/user@0.service/boxlite/a": false,
-		"/boxlite/a":                                        false,
-		"/default/abc":                                      false,
+		"/boxlite/a":   false,
+		"/default/abc": false,
 	} {
 		if got := IsSystemdUnit(path); got != want {
 			t.Errorf("IsSystemdUnit(%q) = %v, want %v", path, got, want)

@@ -19,7 +19,8 @@ const (
 	BadgeLeftover Badge = "leftover"
 )
 
-// Badges lists every badge, in display order.
+// Badges lists every badge, in display order: the header counts them, the
+// filter language accepts them, and nothing else keeps a copy. Read-only.
 var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused, BadgeLeftover}
 
 // Via says why a process is in a sandbox (attribution rules 1–4).
