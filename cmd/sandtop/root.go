@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -82,7 +83,7 @@ orphan, zombie and paused badges, and tears them down safely.`,
 	_ = pf.MarkHidden("sys-root")
 	pf.StringVar(&g.rulesPath, "rules", "", "rules file (default $XDG_CONFIG_HOME/sandtop/rules.toml, then /etc/sandtop/rules.toml)")
 	pf.BoolVar(&g.noPresets, "no-presets", false, "use only the rules file, not the built-in presets")
-	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g))
+	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g), newReapCmd(g))
 	return root
 }
 
@@ -132,13 +133,13 @@ func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
 }
 
 // scanView scans once and groups the result, with the sandboxes that
-// left things behind (see withLeftovers).
+// left things behind (see hostview.WithLeftovers).
 func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	snap, err := s.Scan()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	v, _ := withLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
+	v, _ := hostview.WithLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
 	return v, nil
 }
 

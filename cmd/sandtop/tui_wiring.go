@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
@@ -39,7 +40,7 @@ func (s *scanSource) Scan() (*model.View, error) {
 	}
 	// What the leftover search could not read stays out of the view; the
 	// rest of it is still worth showing.
-	s.prev, _ = withLeftovers(s.lo, s.b.Build(snap, s.prev))
+	s.prev, _ = hostview.WithLeftovers(s.lo, s.b.Build(snap, s.prev))
 	return s.prev, nil
 }
 

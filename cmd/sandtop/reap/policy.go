@@ -44,11 +44,15 @@ type Seen struct {
 	Age      time.Duration
 	// Evidence is what the view says about it (the supervisor note).
 	Evidence string
+	// Supervised is true when a live supervisor owns it: the reaper never
+	// tears such a sandbox down, whatever its badges (an orphan badge can
+	// come from one escaped member while the runtime is alive).
+	Supervised bool
 }
 
 // SeenOf describes a sandbox of v for the tracker.
 func SeenOf(v *model.View, sb *model.Sandbox) Seen {
-	return Seen{ID: sb.ID, Runtime: sb.Runtime, Identity: IdentityOf(sb), Badges: slices.Clone(sb.Badges), Age: v.Age(sb), Evidence: sb.SupervisorNote}
+	return Seen{ID: sb.ID, Runtime: sb.Runtime, Identity: IdentityOf(sb), Badges: slices.Clone(sb.Badges), Age: v.Age(sb), Evidence: sb.SupervisorNote, Supervised: sb.Supervised}
 }
 
 // IdentityOf names what a sandbox is made of, as the tracker compares it
@@ -79,6 +83,8 @@ const (
 	Wait Action = "wait"
 	// Defer: eligible, but over --max this pass; oldest go first.
 	Defer Action = "defer"
+	// Keep: selected, but its supervisor is alive: never reaped.
+	Keep Action = "keep"
 )
 
 // Decision is the verdict on one selected sandbox in one pass.
@@ -91,8 +97,8 @@ type Decision struct {
 	Since time.Time
 	// Reason says why, in words: "orphan for 2m of 10m".
 	Reason string
-	// Skip is the metrics label of a Wait or Defer: "for", "min-age",
-	// "max".
+	// Skip is the metrics label of what is not reaped: "supervised",
+	// "for", "min-age", "max".
 	Skip string
 }
 
@@ -132,6 +138,8 @@ func (t *Tracker) Observe(now time.Time, selected []Seen) []Decision {
 		next[s.ID] = tr
 		d := Decision{Seen: s, Since: tr.since, MatchedFor: now.Sub(tr.since)}
 		switch {
+		case s.Supervised:
+			d.Action, d.Skip = Keep, "supervised"
 		case d.MatchedFor < t.p.For:
 			d.Action, d.Skip = Wait, "for"
 		case s.Age < t.p.MinAge:
@@ -140,6 +148,9 @@ func (t *Tracker) Observe(now time.Time, selected []Seen) []Decision {
 			d.Action = Reap
 		}
 		d.Reason = t.reason(d, gap)
+		if d.Action == Keep {
+			d.Reason += "; its supervisor is alive: the reaper leaves it to its runtime"
+		}
 		out = append(out, d)
 	}
 	t.seen = next

@@ -20,12 +20,11 @@ type scan struct {
 }
 
 func seen(spec string) Seen {
-	var id, ident string
 	var age int
 	parts := strings.Split(spec, "/")
-	id, ident = parts[0], parts[1]
 	fmt.Sscan(parts[2], &age)
-	return Seen{ID: id, Runtime: "vm0", Identity: ident, Badges: []model.Badge{model.BadgeOrphan}, Age: time.Duration(age) * time.Minute}
+	return Seen{ID: parts[0], Runtime: "vm0", Identity: parts[1], Badges: []model.Badge{model.BadgeOrphan},
+		Age: time.Duration(age) * time.Minute, Supervised: len(parts) > 3 && parts[3] == "supervised"}
 }
 
 func TestTracker(t *testing.T) {
@@ -79,6 +78,14 @@ func TestTracker(t *testing.T) {
 			p:    Policy{Max: 2},
 			scans: []scan{
 				{at: 0, seen: []string{"young/1/5", "old/1/50", "mid/1/20", "waiting/1/1"}, want: "old:reap mid:reap young:defer waiting:defer"},
+			},
+		},
+		{
+			name: "a supervised sandbox is never reaped, whatever its badges",
+			p:    Policy{Max: 5},
+			scans: []scan{
+				{at: 0, seen: []string{"a/1/50/supervised", "b/1/5"}, want: "b:reap a:keep"},
+				{at: 60 * m, seen: []string{"a/1/110/supervised"}, want: "a:keep"},
 			},
 		},
 		{
