@@ -3,6 +3,7 @@ package model
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +210,34 @@ func TestIsSystemdUnit(t *testing.T) {
 	} {
 		if got := IsSystemdUnit(path); got != want {
 			t.Errorf("IsSystemdUnit(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestParseLeftoversKey(t *testing.T) {
+	good := `[[rule]]
+name = "agentbox"
+exe = '(^|/)agentbox$'
+flag = "--box"
+leftovers = ["/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"]
+`
+	rs, err := ParseRules([]byte(good), "good.toml")
+	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Leftovers, []string{"/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"}) {
+		t.Fatalf("ParseRules: %v, %+v", err, rs)
+	}
+	for tmpl, want := range map[string]string{
+		"/{id}":                 "right under /",
+		"/var/{base}/{id}":      "only {id} is filled in",
+		"/var/x{id}":            "whole path component",
+		"/var/{id}/{id}":        "exactly once",
+		"var/{id}":              "absolute, clean",
+		"/var/../{id}":          "absolute, clean",
+		"/var/*/{id}":           "literal",
+		"/var/lib/agentbox/{id": `"{" without "}"`,
+	} {
+		_, err := ParseRules([]byte(strings.Replace(good, "/var/lib/agentbox/{id}", tmpl, 1)), "bad.toml")
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `key "leftovers"`) {
+			t.Errorf("leftovers %q: error %v, want one saying %q", tmpl, err, want)
 		}
 	}
 }

@@ -26,7 +26,7 @@ func errorLines(err error) []string {
 }
 
 func TestParseRulesErrors(t *testing.T) {
-	knownKeys := "name, exe, comm, argv, exclude_argv, flag, cgroup, cwd, id_transform, process_group, supervisor, cleanup"
+	knownKeys := "name, exe, comm, argv, exclude_argv, flag, cgroup, cwd, id_transform, process_group, supervisor, cleanup, leftovers"
 	tests := []struct {
 		file string
 		want []string // without the "testdata/rules/" prefix

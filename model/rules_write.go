@@ -22,6 +22,7 @@ type ruleTOML struct {
 	IDTransform  string          `toml:"id_transform,omitempty"`
 	ProcessGroup bool            `toml:"process_group,omitempty"`
 	Cleanup      []string        `toml:"cleanup,omitempty"`
+	Leftovers    []string        `toml:"leftovers,omitempty"`
 	Supervisor   *supervisorTOML `toml:"supervisor,omitempty"`
 }
 
@@ -51,6 +52,7 @@ func (r *Rule) toTOML() ruleTOML {
 		IDTransform:  string(r.IDTransform),
 		ProcessGroup: r.ProcessGroup,
 		Cleanup:      r.Cleanup,
+		Leftovers:    r.Leftovers,
 	}
 	if !r.Supervisor.IsZero() {
 		t.Supervisor = &supervisorTOML{
