@@ -29,7 +29,7 @@ func (r *run) leftovers(ctx context.Context) Totals {
 		r.fail(StepVerify, 0, "", "", fmt.Errorf("rescan: %w", err))
 		return r.finish("nothing removed")
 	}
-	if why := r.leftoversOwned(snap); why != "" {
+	if why := r.leftoversOwned(snap); why != "" && n > 0 {
 		r.event(Event{Step: StepVerify, Status: Fail, Detail: why + ": nothing removed"})
 		return r.finish("nothing removed")
 	}
@@ -53,6 +53,9 @@ func (r *run) leftoversOwned(snap *proc.Snapshot) string {
 	v := model.Build(snap, r.e.rules, nil)
 	if sb := v.Sandbox(r.p.Target); sb != nil && len(sb.Members) > 0 {
 		return fmt.Sprintf("the ID %s has a live process again (pid %d)", r.p.Target, sb.Root.PID)
+	}
+	if r.p.Supervised {
+		return "" // planned as kept: nothing is to be removed anyway
 	}
 	if r.p.Sandbox != nil {
 		if alive, note := model.NewLeftovers(r.e.rules).SupervisorAlive(r.p.Sandbox, snap); alive {
