@@ -82,7 +82,9 @@ func Pin(procRoot string, id proc.Identity) (*Pinned, error) {
 	fallback := false
 	switch {
 	case err == nil:
-	case errors.Is(err, unix.ESRCH):
+	case errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
+		// ENOENT: the pid's task was reaped while its struct pid lingers
+		// (newer kernels answer so instead of ESRCH).
 		return nil, fmt.Errorf("pin %v: %w", id, ErrGone)
 	case errors.Is(err, unix.ENOSYS):
 		fd, fallback = -1, true

@@ -72,7 +72,12 @@ lets a running teardown finish, then exits.`,
   sandtop reap --apply --for 10m --max 10       # the janitor: orphans and leftovers, oldest first
   sandtop reap --apply --select 'badge:orphan runtime:vm0' --listen 127.0.0.1:9310
   sandtop reap --once --for 0 --apply --select badge:leftover --log-format text`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return usageErr(err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runReap(cmd.Context(), g, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -125,11 +130,9 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 	if err != nil {
 		return err
 	}
+	metrics := reap.NewMetrics()
 	reg := prometheus.NewRegistry()
-	metrics, err := reap.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
+	reg.MustRegister(metrics.Collectors()...)
 	if o.listen != "" {
 		stopServer, err := serveMetrics(o.listen, reg, errOut)
 		if err != nil {

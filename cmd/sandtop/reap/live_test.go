@@ -234,3 +234,40 @@ func TestReapPIDReuse(t *testing.T) {
 		t.Error("no teardown logged")
 	}
 }
+
+// TestReapStopFinishesTeardown: SIGTERM (stop) during a teardown lets that
+// teardown finish, with its audit record, and reaps nothing more.
+func TestReapStopFinishesTeardown(t *testing.T) {
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "a", Runtime: fleet.Containerd, Orphan: true},
+		{Name: "b", Runtime: fleet.Containerd, Orphan: true},
+	}})
+	m := f.Manifest()
+	sel, texts := selectFleet(t, []string{"orphan"}, m)
+	h := newHarness(t, Config{Policy: Policy{}, Selects: sel, Texts: texts, Interval: 100 * time.Millisecond, Once: true, Apply: true}, fleetRules(m))
+	stop := make(chan struct{})
+	h.r.BeforeTeardown = func(*teardown.Plan) {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}
+	if err := h.r.Run(t.Context(), stop); err != nil {
+		t.Fatal(err)
+	}
+	var reaped, stopped []string
+	for _, s := range m.Sandboxes {
+		switch e := h.last(t)[s.ID]; {
+		case e.Action == "reaped" && noneAlive(&s):
+			reaped = append(reaped, s.Name)
+		case e.Action == "skip" && strings.Contains(e.Reason, "stopping") && allAlive(&s):
+			stopped = append(stopped, s.Name)
+		default:
+			t.Errorf("%s: %q (%s)", s.Name, e.Action, e.Reason)
+		}
+	}
+	if len(reaped) != 1 || len(stopped) != 1 || len(h.auditRecords(t)) != 1 {
+		t.Errorf("reaped %v, stopped %v, %d audit records: want the teardown under way finished and no other", reaped, stopped, len(h.auditRecords(t)))
+	}
+}

@@ -11,9 +11,10 @@ type Metrics struct {
 	candidates *prometheus.GaugeVec
 }
 
-// NewMetrics registers the reaper's series with reg.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+// NewMetrics makes the reaper's series; register Collectors() where they
+// are served (beside serve's, on one registry).
+func NewMetrics() *Metrics {
+	return &Metrics{
 		teardowns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandtop_reaper_teardowns_total",
 			Help: "Teardowns the reaper ran, by runtime and result (ok: nothing survived and no step failed; failed: otherwise).",
@@ -27,12 +28,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Sandboxes the reaper's selection matched in its last pass, by runtime.",
 		}, []string{"runtime"}),
 	}
-	for _, c := range []prometheus.Collector{m.teardowns, m.skipped, m.candidates} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+}
+
+// Collectors are the series to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.teardowns, m.skipped, m.candidates}
 }
 
 func (m *Metrics) teardown(runtime string, ok bool) {
