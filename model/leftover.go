@@ -73,11 +73,15 @@ type Leftovers struct {
 	// sandboxes: whether something still listens there says whether the
 	// runtime is alive once its last sandbox is gone.
 	sockets map[*Rule]map[string]bool
+	// alive holds the Key of every sandbox seen with a process: a cgroup
+	// whose shape alone is weak evidence (containerd's /<ns>/<id>, which
+	// any two-level path resembles) is a leftover only of one of these.
+	alive map[string]bool
 }
 
 // NewLeftovers returns a finder for rules.
 func NewLeftovers(rules Rules) *Leftovers {
-	return &Leftovers{rules: rules, recorded: map[*Rule]map[string]map[string]string{}, sockets: map[*Rule]map[string]bool{}}
+	return &Leftovers{rules: rules, recorded: map[*Rule]map[string]map[string]string{}, sockets: map[*Rule]map[string]bool{}, alive: map[string]bool{}}
 }
 
 // Record remembers the captures and supervisor sockets of v's sandboxes.
@@ -86,6 +90,7 @@ func (f *Leftovers) Record(v *View) {
 		if len(sb.Members) == 0 {
 			continue
 		}
+		f.alive[sb.Key()] = true
 		for _, r := range append([]*Rule{sb.Rule}, sb.rules...) {
 			if r == nil {
 				continue
@@ -229,13 +234,12 @@ func globEscape(s string) string {
 }
 
 // CgroupRules are the rules that can recognise a cgroup with no process in
-// it: a cgroup matcher with an "id" group and no matcher that needs a
-// process (exe, comm, argv, flag, cwd).
+// it: a cgroup matcher and no matcher that needs a process (exe, comm,
+// argv, flag, cwd).
 func (f *Leftovers) CgroupRules() Rules {
 	var out Rules
 	for _, r := range f.rules {
-		if r != nil && r.Cgroup != nil && hasGroup(r.Cgroup, "id") &&
-			r.Exe == nil && r.Comm == nil && r.Argv == nil && r.Flag == "" && r.Cwd == nil {
+		if r != nil && r.onlyCgroup() && hasGroup(r.Cgroup, "id") {
 			out = append(out, r)
 		}
 	}
@@ -245,24 +249,22 @@ func (f *Leftovers) CgroupRules() Rules {
 // WantCgroup reports whether a cgroup path is one a cgroup rule
 // recognises: proc.ListCgroups reads the state of those only.
 func (f *Leftovers) WantCgroup(path string) bool {
-	_, ok := f.cgroupMatch(path, false)
+	_, ok := f.cgroupMatch(path)
 	return ok
 }
 
-func (f *Leftovers) cgroupMatch(path string, v1 bool) (Match, bool) {
-	p := &proc.Process{Cgroup: path}
-	if v1 {
-		p = &proc.Process{Freezer: path}
+// cgroupMatch is Rules.MatchCgroup, keeping only matches that name the
+// cgroup itself (not one below it) and, for a rule whose cgroup shape
+// alone is weak evidence, a sandbox seen alive.
+func (f *Leftovers) cgroupMatch(path string) (Match, bool) {
+	m, ok := f.rules.MatchCgroup(path)
+	if !ok || !cgroupNamesID(m.Rule, path) {
+		return Match{}, false
 	}
-	for _, r := range f.CgroupRules() {
-		m, ok := r.Match(p)
-		// The cgroup must be the sandbox's own, not one below it: the
-		// match has to end at the cgroup's last component.
-		if ok && cgroupNamesID(r, path) {
-			return m, true
-		}
+	if m.Rule.NestedPIDNamespace && !f.alive[keyOf(m)] {
+		return Match{}, false
 	}
-	return Match{}, false
+	return m, true
 }
 
 // cgroupNamesID reports whether r's cgroup matcher captures the ID in the
@@ -304,22 +306,27 @@ func IsSystemdUnit(cgroupPath string) bool {
 // v itself is returned when there are none. The new view shares v's
 // sandboxes; the leftover ones follow them, sorted by ID.
 func (f *Leftovers) Apply(v *View, found Found) *View {
-	live := map[string]bool{}
+	// The live sandboxes by runtime and ID (and alias), for Live's test
+	// without a walk of every sandbox per entry found.
+	idx := map[string][]*Sandbox{}
 	for _, sb := range v.Sandboxes {
-		live[sb.ID] = true
-		for _, a := range sb.Aliases {
-			live[a] = true
+		if len(sb.Members) == 0 {
+			continue
+		}
+		for _, id := range append([]string{sb.ID}, sb.Aliases...) {
+			idx[sb.Runtime+"\x00"+id] = append(idx[sb.Runtime+"\x00"+id], sb)
 		}
 	}
 	byID := map[string]*Sandbox{}
-	add := func(id string, r *Rule, by string, vars map[string]string, l Leftover) {
-		if live[id] || id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") {
+	add := func(id, ns string, r *Rule, by string, vars map[string]string, l Leftover) {
+		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[r.Name+"\x00"+id], ns) != nil {
 			return
 		}
-		sb := byID[id]
+		key := keyOf(Match{Rule: r, ID: id, Namespace: ns})
+		sb := byID[key]
 		if sb == nil {
-			sb = &Sandbox{ID: id, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}}
-			byID[id] = sb
+			sb = &Sandbox{ID: id, Namespace: ns, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}, key: key}
+			byID[key] = sb
 		}
 		for k, val := range vars {
 			if _, ok := sb.Vars[k]; !ok {
@@ -347,7 +354,7 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 			if slices.Contains(g.Rule.Leftovers, g.Template) {
 				src = "leftovers"
 			}
-			add(id, g.Rule, "path", g.vars, Leftover{
+			add(id, "", g.Rule, "path", g.vars, Leftover{
 				Kind: e.Kind, Path: e.Path, ModTime: e.ModTime,
 				Why: "fits the " + src + " template " + g.Template + " of rule " + g.Rule.Name + " (" + g.Rule.Source + ") and no live process has the ID",
 			})
@@ -355,11 +362,11 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 		}
 	}
 	for _, c := range found.Cgroups {
-		m, ok := f.cgroupMatch(c.Path, c.V1)
+		m, ok := f.cgroupMatch(c.Path)
 		if !ok || c.Populated {
 			continue
 		}
-		add(m.ID, m.Rule, ByCgroup, nil, Leftover{
+		add(m.ID, m.Namespace, m.Rule, ByCgroup, nil, Leftover{
 			Kind: proc.KindCgroup, Path: c.Path, Dir: c.Dir, V1: c.V1, ModTime: c.ModTime,
 			Why: "an empty cgroup the cgroup matcher of rule " + m.Rule.Name + " (" + m.Rule.Source + ") recognises, and no live process has the ID",
 		})
@@ -377,14 +384,37 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 	for k, i := range v.byID {
 		out.byID[k] = i
 	}
-	for _, id := range sortedKeys(byID) {
-		sb := byID[id]
+	for _, key := range sortedKeys(byID) {
+		sb := byID[key]
 		f.judge(sb, v.Snapshot)
 		sb.idx = int32(len(out.Sandboxes))
-		out.byID[id] = sb.idx
+		out.byID[key] = sb.idx
 		out.Sandboxes = append(out.Sandboxes, sb)
 	}
 	return &out
+}
+
+// Live returns a sandbox of the runtime with processes and this ID, in
+// namespace ns (any namespace when either side has none), or nil.
+func (v *View) Live(runtime, ns, id string) *Sandbox {
+	var same []*Sandbox
+	for _, sb := range v.Sandboxes {
+		if sb.Runtime == runtime && (sb.ID == id || slices.Contains(sb.Aliases, id)) && len(sb.Members) > 0 {
+			same = append(same, sb)
+		}
+	}
+	return liveIn(same, ns)
+}
+
+// liveIn returns the first of sbs in namespace ns (any when either side
+// has none).
+func liveIn(sbs []*Sandbox, ns string) *Sandbox {
+	for _, sb := range sbs {
+		if ns == "" || sb.Namespace == "" || sb.Namespace == ns {
+			return sb
+		}
+	}
+	return nil
 }
 
 // judge decides what of a leftover sandbox may be removed: nothing a live

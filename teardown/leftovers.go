@@ -51,7 +51,7 @@ func (r *run) leftovers(ctx context.Context) Totals {
 // to remove, or "".
 func (r *run) leftoversOwned(snap *proc.Snapshot) string {
 	v := model.Build(snap, r.e.rules, nil)
-	if sb := v.Sandbox(r.p.Target); sb != nil && len(sb.Members) > 0 {
+	if sb := v.Live(r.p.Runtime, r.p.Sandbox.Namespace, r.p.Sandbox.ID); sb != nil {
 		return fmt.Sprintf("the ID %s has a live process again (pid %d)", r.p.Target, sb.Root.PID)
 	}
 	if r.p.Supervised {

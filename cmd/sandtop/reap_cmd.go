@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/term"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/exporter"
 	"github.com/sandtop/sandtop/cmd/sandtop/reap"
 	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/teardown"
@@ -65,7 +64,9 @@ badge, and with --for under 1m unless --once.
 
 --select takes the live screen's filter language and may be repeated: a
 sandbox is selected when any of them matches. One JSON line (or text line)
-per decision goes to stdout. --listen serves Prometheus metrics. SIGTERM
+per decision goes to stdout. --listen serves the metrics of sandtop serve,
+fed by the reaper's own scans, beside the reaper's (sandtop_reaper_*), and
+/api/v1/sandboxes. Under systemd: sandtop config systemd reap. SIGTERM
 lets a running teardown finish, then exits.`,
 		Example: `  sandtop reap                                  # dry run every minute: what would be reaped, and why
   sandtop reap --once --for 0                   # one dry-run pass now
@@ -131,18 +132,25 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 		return err
 	}
 	metrics := reap.NewMetrics()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.Collectors()...)
+	r, err := reap.New(cfg, rules, sc, eng, logger, metrics)
+	if err != nil {
+		return usageErr(err)
+	}
 	if o.listen != "" {
-		stopServer, err := serveMetrics(o.listen, reg, errOut)
+		// serve's exporter, fed with the reaper's own scans, serves its
+		// metrics and /api/v1/sandboxes beside the reaper's series.
+		exp, err := exporter.New(nil, exporter.Options{
+			Interval: o.interval, Runtimes: runtimes(rules), Version: version, Collectors: metrics.Collectors(),
+		})
+		if err != nil {
+			return err
+		}
+		r.Observe = exp.Observe
+		stopServer, err := serveHTTP(o.listen, exp.Handler(), errOut)
 		if err != nil {
 			return err
 		}
 		defer stopServer()
-	}
-	r, err := reap.New(cfg, rules, sc, eng, logger, metrics)
-	if err != nil {
-		return usageErr(err)
 	}
 	// SIGTERM and SIGINT close stop: the teardown under way finishes, then
 	// Run returns. ctx stays for the caller's own cancellation.
@@ -203,15 +211,13 @@ func (o *reapOpts) config() (reap.Config, error) {
 	return cfg, nil
 }
 
-// serveMetrics serves reg on addr until the returned func is called.
-func serveMetrics(addr string, reg *prometheus.Registry, errOut io.Writer) (func(), error) {
+// serveHTTP serves h on addr until the returned func is called.
+func serveHTTP(addr string, h http.Handler, errOut io.Writer) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
+		return nil, usageErr(fmt.Errorf("--listen %s: %w", addr, err))
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(errOut, "sandtop: metrics:", err)

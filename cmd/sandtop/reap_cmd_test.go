@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/cmd/sandtop/config"
 	"github.com/sandtop/sandtop/cmd/sandtop/reap"
 	"github.com/sandtop/sandtop/teardown"
 )
@@ -243,7 +244,7 @@ func TestReapMetricsAndSIGTERM(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`sandtop_reaper_candidates{runtime="vm0"} 1`, `sandtop_reaper_skipped_total{reason="for"}`} {
+	for _, want := range []string{`sandtop_reaper_candidates{runtime="vm0"} 1`, `sandtop_reaper_skipped_total{reason="for"}`, `sandtop_scan_duration_seconds_count`, `sandtop_build_info`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s:\n%s", want, body)
 		}
@@ -260,5 +261,38 @@ func TestReapMetricsAndSIGTERM(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the reaper did not stop on SIGTERM")
+	}
+}
+
+// TestReapUnitFlags: the systemd unit's ExecStart is a reap command line
+// this sandtop accepts, with --apply and a badge-restricted selection.
+func TestReapUnitFlags(t *testing.T) {
+	unit, err := config.Unit("reap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, line, ok := strings.Cut(string(unit), "ExecStart=/usr/local/bin/sandtop reap ")
+	if !ok {
+		t.Fatalf("no reap ExecStart in\n%s", unit)
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	cmd := newReapCmd(&globals{})
+	if err := cmd.ParseFlags(strings.Fields(line)); err != nil {
+		t.Fatalf("ExecStart flags %q: %v", line, err)
+	}
+	o := &reapOpts{}
+	f := cmd.Flags()
+	o.apply, _ = f.GetBool("apply")
+	o.forD, _ = f.GetDuration("for")
+	o.minAge, _ = f.GetDuration("min-age")
+	o.max, _ = f.GetInt("max")
+	o.interval, _ = f.GetDuration("interval")
+	o.grace, _ = f.GetDuration("grace")
+	cfg, err := o.config()
+	if err == nil {
+		err = cfg.Check()
+	}
+	if err != nil || !cfg.Apply {
+		t.Errorf("the unit's reap %q: apply %v, %v", line, cfg.Apply, err)
 	}
 }

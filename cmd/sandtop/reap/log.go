@@ -16,7 +16,10 @@ import (
 type Entry struct {
 	Time time.Time `json:"time"`
 	Pass int       `json:"pass"`
-	ID   string    `json:"id"`
+	// ID, Namespace and Key name the sandbox as list --json does.
+	ID        string `json:"id"`
+	Namespace string `json:"namespace,omitempty"`
+	Key       string `json:"key"`
 	// Runtime, Badges and Identity are the sandbox as the pass saw it.
 	Runtime  string        `json:"runtime"`
 	Badges   []model.Badge `json:"badges"`

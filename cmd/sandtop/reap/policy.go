@@ -34,6 +34,9 @@ type Policy struct {
 
 // Seen is one selected sandbox as one scan saw it.
 type Seen struct {
+	// Key is the sandbox's identity across scans (runtime, namespace and
+	// ID); ID is its ID, for people.
+	Key     string
 	ID      string
 	Runtime string
 	// Identity names what the sandbox is made of: its root's pid and
@@ -52,7 +55,7 @@ type Seen struct {
 
 // SeenOf describes a sandbox of v for the tracker.
 func SeenOf(v *model.View, sb *model.Sandbox) Seen {
-	return Seen{ID: sb.ID, Runtime: sb.Runtime, Identity: IdentityOf(sb), Badges: slices.Clone(sb.Badges), Age: v.Age(sb), Evidence: sb.SupervisorNote, Supervised: sb.Supervised}
+	return Seen{Key: sb.Key(), ID: sb.ID, Runtime: sb.Runtime, Identity: IdentityOf(sb), Badges: slices.Clone(sb.Badges), Age: v.Age(sb), Evidence: sb.SupervisorNote, Supervised: sb.Supervised}
 }
 
 // IdentityOf names what a sandbox is made of, as the tracker compares it
@@ -102,7 +105,7 @@ type Decision struct {
 	Skip string
 }
 
-// Tracker remembers, per sandbox ID, since when it has matched under the
+// Tracker remembers, per sandbox Key, since when it has matched under the
 // same identity. It does no I/O; feed it one scan at a time.
 type Tracker struct {
 	p     Policy
@@ -123,7 +126,7 @@ func NewTracker(p Policy) *Tracker { return &Tracker{p: p, seen: map[string]*tra
 // selected matched the selection, and decides about each of them. A
 // sandbox missing from selected (it did not match, or it is gone) loses
 // its clock, and so does one whose identity changed. Decisions come
-// eligible first, oldest first (then by ID), and at most Max are Reap.
+// eligible first, oldest first (then by Key), and at most Max are Reap.
 func (t *Tracker) Observe(now time.Time, selected []Seen) []Decision {
 	gap := t.scans > 0 && t.p.MaxGap > 0 && now.Sub(t.last) > t.p.MaxGap
 	t.last = now
@@ -131,11 +134,11 @@ func (t *Tracker) Observe(now time.Time, selected []Seen) []Decision {
 	next := make(map[string]*track, len(selected))
 	out := make([]Decision, 0, len(selected))
 	for _, s := range selected {
-		tr := t.seen[s.ID]
+		tr := t.seen[s.Key]
 		if tr == nil || tr.identity != s.Identity || gap {
 			tr = &track{identity: s.Identity, since: now}
 		}
-		next[s.ID] = tr
+		next[s.Key] = tr
 		d := Decision{Seen: s, Since: tr.since, MatchedFor: now.Sub(tr.since)}
 		switch {
 		case s.Supervised:
@@ -158,7 +161,7 @@ func (t *Tracker) Observe(now time.Time, selected []Seen) []Decision {
 		return cmp.Or(
 			cmp.Compare(rank(a.Action), rank(b.Action)),
 			cmp.Compare(b.Age, a.Age),
-			strings.Compare(a.ID, b.ID))
+			strings.Compare(a.Key, b.Key))
 	})
 	n := 0
 	for i := range out {

@@ -23,7 +23,7 @@ func seen(spec string) Seen {
 	var age int
 	parts := strings.Split(spec, "/")
 	fmt.Sscan(parts[2], &age)
-	return Seen{ID: parts[0], Runtime: "vm0", Identity: parts[1], Badges: []model.Badge{model.BadgeOrphan},
+	return Seen{Key: "vm0:" + parts[0], ID: parts[0], Runtime: "vm0", Identity: parts[1], Badges: []model.Badge{model.BadgeOrphan},
 		Age: time.Duration(age) * time.Minute, Supervised: len(parts) > 3 && parts[3] == "supervised"}
 }
 

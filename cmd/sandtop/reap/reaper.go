@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,9 @@ type Reaper struct {
 	// BeforeTeardown, when set, runs after a candidate's plan is made and
 	// before the engine runs it (tests provoke pid reuse there).
 	BeforeTeardown func(*teardown.Plan)
+	// Observe, when set, is given every scan the reaper makes (serve's
+	// exporter, so that --listen serves serve's metrics beside its own).
+	Observe func(v *model.View, err error, took time.Duration)
 }
 
 // New makes a reaper. The scanner and the engine are the caller's; the
@@ -138,16 +142,7 @@ func (r *Reaper) Pass(ctx context.Context, stop <-chan struct{}, act bool) error
 		return err
 	}
 	r.pass++
-	now := v.Time
-	var seen []Seen
-	byRuntime := map[string]int{}
-	for _, sb := range v.Sandboxes {
-		if r.selected(sb) {
-			seen = append(seen, SeenOf(v, sb))
-			byRuntime[sb.Runtime]++
-		}
-	}
-	decisions := r.tracker.Observe(now, seen)
+	decisions, byRuntime := r.observe(v)
 	r.metrics.setCandidates(byRuntime)
 	if !act {
 		return nil
@@ -160,7 +155,7 @@ func (r *Reaper) Pass(ctx context.Context, stop <-chan struct{}, act bool) error
 			r.metrics.skip(d.Skip)
 		case !r.cfg.Apply:
 			e.Action = "would-reap"
-			if p, err := r.plan(v, d.ID); err == nil {
+			if p, err := r.plan(v, d.Key); err == nil {
 				e.Plan = describePlan(p)
 			} else {
 				e.Reason += "; would be refused: " + err.Error()
@@ -187,9 +182,24 @@ func stopped(stop <-chan struct{}) bool {
 	}
 }
 
-// reap re-reads the host and, when the sandbox is still selected under
-// the identity the tracker timed, tears it down and appends the audit
-// record with the reaper's reason.
+// observe feeds one scan to the tracker: the selected sandboxes of v.
+func (r *Reaper) observe(v *model.View) ([]Decision, map[string]int) {
+	var seen []Seen
+	byRuntime := map[string]int{}
+	for _, sb := range v.Sandboxes {
+		if r.selected(sb) {
+			seen = append(seen, SeenOf(v, sb))
+			byRuntime[sb.Runtime]++
+		}
+	}
+	return r.tracker.Observe(v.Time, seen), byRuntime
+}
+
+// reap re-reads the host and, when the sandbox is still due (selected
+// under the identity the tracker timed, for --for), tears it down and
+// appends the audit record with the reaper's reason. The re-read is a scan
+// like any other and goes to the tracker: while a pass's teardowns take
+// their time, a supervisor that comes back is still seen.
 func (r *Reaper) reap(ctx context.Context, d Decision, e Entry) Entry {
 	v, err := r.view()
 	if err != nil {
@@ -197,18 +207,27 @@ func (r *Reaper) reap(ctx context.Context, d Decision, e Entry) Entry {
 		r.metrics.skip("changed")
 		return e
 	}
-	sb := v.Sandbox(d.ID)
+	now, _ := r.observe(v)
+	i := slices.IndexFunc(now, func(n Decision) bool { return n.Key == d.Key })
 	switch {
-	case sb == nil:
+	case v.Sandbox(d.Key) == nil:
 		e.Action, e.Reason = "skip", e.Reason+"; gone before the teardown"
 		r.metrics.skip("changed")
 		return e
-	case !r.selected(sb) || IdentityOf(sb) != d.Identity:
-		e.Action, e.Reason = "skip", e.Reason+"; changed before the teardown (now "+IdentityOf(sb)+"): its clock starts again"
+	case i < 0:
+		e.Action, e.Reason = "skip", e.Reason+"; no longer selected before the teardown: its clock starts again"
 		r.metrics.skip("changed")
 		return e
+	case now[i].Identity != d.Identity:
+		e.Action, e.Reason = "skip", e.Reason+"; changed before the teardown (now "+now[i].Identity+"): its clock starts again"
+		r.metrics.skip("changed")
+		return e
+	case now[i].Action != Reap && now[i].Action != Defer:
+		e.Action, e.Reason = "skip", e.Reason+"; no longer due before the teardown ("+now[i].Reason+")"
+		r.metrics.skip(now[i].Skip)
+		return e
 	}
-	p, err := r.plan(v, d.ID)
+	p, err := r.plan(v, d.Key)
 	if err != nil {
 		e.Action, e.Reason = "skip", e.Reason+"; refused: "+err.Error()
 		r.metrics.skip("refused")
@@ -249,10 +268,10 @@ func quoted(ss []string) []string {
 	return out
 }
 
-func (r *Reaper) plan(v *model.View, id string) (*teardown.Plan, error) {
-	sb := v.Sandbox(id)
+func (r *Reaper) plan(v *model.View, key string) (*teardown.Plan, error) {
+	sb := v.Sandbox(key)
 	if sb == nil {
-		return nil, fmt.Errorf("sandbox %s: gone", id)
+		return nil, fmt.Errorf("sandbox %s: gone", key)
 	}
 	return teardown.PlanSandbox(v, sb, teardown.PlanOptions{Grace: r.cfg.Grace, Deadline: r.cfg.Deadline, Protected: r.eng.Protected()})
 }
@@ -268,23 +287,32 @@ func (r *Reaper) selected(sb *model.Sandbox) bool {
 
 // view scans the host and groups it, leftovers included.
 func (r *Reaper) view() (*model.View, error) {
+	start := time.Now()
 	snap, err := r.sc.Scan()
 	if err != nil {
-		return nil, fmt.Errorf("scan: %w", err)
+		err = fmt.Errorf("scan: %w", err)
+		if r.Observe != nil {
+			r.Observe(nil, err, time.Since(start))
+		}
+		return nil, err
 	}
 	v, _ := hostview.WithLeftovers(r.finder, r.builder.Build(snap, r.prev))
 	r.prev = v
+	if r.Observe != nil {
+		r.Observe(v, nil, time.Since(start))
+	}
 	return v, nil
 }
 
 func (r *Reaper) entry(v *model.View, d Decision) Entry {
 	e := Entry{
-		Time: v.Time.UTC(), Pass: r.pass, ID: d.ID, Runtime: d.Runtime, Badges: d.Badges, Identity: d.Identity,
+		Time: v.Time.UTC(), Pass: r.pass, ID: d.ID, Key: d.Key, Runtime: d.Runtime, Badges: d.Badges, Identity: d.Identity,
 		Reason: d.Reason, Evidence: d.Evidence,
 		MatchedSeconds: d.MatchedFor.Round(time.Second).Seconds(), ForSeconds: r.cfg.For.Seconds(),
 		AgeSeconds: d.Age.Round(time.Second).Seconds(), MinAgeSeconds: r.cfg.MinAge.Seconds(),
 	}
-	if sb := v.Sandbox(d.ID); sb != nil {
+	if sb := v.Sandbox(d.Key); sb != nil {
+		e.Namespace = sb.Namespace
 		e.Processes = len(sb.Members)
 		for _, l := range sb.Leftovers {
 			e.Leftovers = append(e.Leftovers, model.LeftoverJSON{Kind: string(l.Kind), Path: l.Path, AgeSeconds: l.Age(v.Time).Truncate(time.Second).Seconds(), Why: l.Why, Keep: l.Keep})
