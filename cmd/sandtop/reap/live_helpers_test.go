@@ -85,6 +85,28 @@ type harness struct {
 	mu    sync.Mutex
 	log   bytes.Buffer
 	audit string
+	// views are the reaper's scans, in order.
+	views []*model.View
+}
+
+// sawSupervised waits until a scan of the reaper's that started after
+// since shows the sandbox with this ID supervised: a bounce it saw.
+func (h *harness) sawSupervised(id string, since time.Time, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, v := range h.views {
+			if v.Time.After(since) {
+				if sb := v.Sandbox(id); sb != nil && sb.Supervised {
+					h.mu.Unlock()
+					return true
+				}
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }
 
 func (h *harness) Write(p []byte) (int, error) {
@@ -150,6 +172,13 @@ func newHarness(t *testing.T, cfg Config, rules model.Rules) *harness {
 	h.r, err = New(cfg, rules, sc, eng, logger, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	h.r.Observe = func(v *model.View, err error, _ time.Duration) {
+		if err == nil {
+			h.mu.Lock()
+			h.views = append(h.views, v)
+			h.mu.Unlock()
+		}
 	}
 	return h
 }
