@@ -76,8 +76,8 @@ func TestTortureReaper(t *testing.T) {
 	t.Logf("a steady scan takes %v: --for %v", scan.Round(time.Millisecond), forD.Round(time.Millisecond))
 	var totals struct {
 		sandboxes, healthy, orphans, bouncers, bounces, reaped, bystanders int
-		harmed, early, missed                                          int
-		maxLatency                                                     time.Duration
+		harmed, early, missed                                              int
+		maxLatency                                                         time.Duration
 	}
 	runtimes := []fleet.Runtime{fleet.VM0, fleet.Containerd, fleet.Cube}
 	for pass := range passes {
