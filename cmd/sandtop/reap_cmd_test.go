@@ -22,6 +22,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/cmd/sandtop/config"
 	"github.com/sandtop/sandtop/cmd/sandtop/reap"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -66,7 +67,7 @@ func fleetSelect(m fleet.Manifest, badge string) []string {
 // be done, and no signal or pidfd leaves the process.
 func TestReapDryRunSendsNoSignal(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("strace not installed (make test-deps installs it)")
+		proctest.SkipMissing(t, "strace not installed (make test-deps installs it)")
 	}
 	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "vm", Runtime: fleet.VM0, Orphan: true},
@@ -147,7 +148,7 @@ func TestKillLeftover(t *testing.T) {
 	}
 	sock := "/run/vm0/sock/" + s.ID
 	if err := os.MkdirAll(sock, 0o755); err != nil {
-		t.Skipf("cannot make %s: %v", sock, err)
+		proctest.SkipMissing(t, "cannot make %s: %v", sock, err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sock) })
 	rules := filepath.Join(t.TempDir(), "rules.toml")
@@ -170,11 +171,8 @@ leftovers = ["%s/workspaces/{id}"]
 			pin.Close()
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	for _, p := range s.Processes {
-		for alive(p.Identity) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		proctest.Eventually(5*time.Second, func() bool { return !alive(p.Identity) })
 	}
 	common := []string{"--no-presets", "--rules", rules}
 	doc := listJSON(t, common...)
@@ -183,7 +181,7 @@ leftovers = ["%s/workspaces/{id}"]
 		t.Fatalf("list --json shows the dead VM as %+v", sb)
 	}
 	code, out, _ := sandtop(t, append(common, "kill", "--dry-run", s.ID)...)
-	if code != 0 || !strings.Contains(out, "no process left") || !strings.Contains(out, ws+": remove") {
+	if code != 0 || !strings.Contains(out, "no process left") || !strings.Contains(out, "removes ") || !strings.Contains(out, ws) {
 		t.Errorf("kill --dry-run: exit %d\n%s", code, out)
 	}
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")

@@ -14,6 +14,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -35,7 +36,7 @@ func sockDir(t *testing.T, s *fleet.Sandbox) string {
 	t.Helper()
 	dir := "/run/vm0/sock/" + s.ID
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Skipf("cannot make %s: %v", dir, err)
+		proctest.SkipMissing(t, "cannot make %s: %v", dir, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "api.sock"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestReapLeftovers(t *testing.T) {
 	m := f.Manifest()
 	vm, box, live := m.Sandbox("vm-dead"), m.Sandbox("box-dead"), m.Sandbox("box-live")
 	if box.CgroupDir == "" || live.CgroupDir == "" {
-		t.Skip("the boxes have no cgroups of their own on this host")
+		proctest.SkipMissing(t, "the boxes have no cgroups of their own on this host")
 	}
 	ws, sock := workspace(t, vm), sockDir(t, vm)
 	rules := fleetRules(m)

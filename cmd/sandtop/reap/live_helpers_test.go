@@ -22,6 +22,7 @@ import (
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -92,21 +93,18 @@ type harness struct {
 // sawSupervised waits until a scan of the reaper's that started after
 // since shows the sandbox with this ID supervised: a bounce it saw.
 func (h *harness) sawSupervised(id string, since time.Time, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	return proctest.Eventually(timeout, func() bool {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, v := range h.views {
 			if v.Time.After(since) {
 				if sb := v.Sandbox(id); sb != nil && sb.Supervised {
-					h.mu.Unlock()
 					return true
 				}
 			}
 		}
-		h.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+		return false
+	})
 }
 
 func (h *harness) Write(p []byte) (int, error) {
@@ -252,12 +250,8 @@ func killByHand(t *testing.T, s *fleet.Sandbox) {
 		_ = pin.Signal(unix.SIGKILL)
 		pin.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !noneAlive(s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still alive 5s after SIGKILL", s.Name)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.Eventually(5*time.Second, func() bool { return noneAlive(s) }) {
+		t.Fatalf("%s: still alive 5s after SIGKILL", s.Name)
 	}
 }
 

@@ -103,38 +103,9 @@ func (e Entry) Text() string {
 	return b.String()
 }
 
-// describePlan says in one line what a teardown of the plan does.
+// describePlan says in one line what a teardown of the plan does, in the
+// plan's own words (teardown.Facts).
 func describePlan(p *teardown.Plan) string {
-	if p.LeftoverOnly() {
-		var rm, keep []string
-		for _, l := range p.Leftovers {
-			if l.Removable() {
-				rm = append(rm, string(l.Kind)+" "+l.Path)
-			} else {
-				keep = append(keep, l.Path+" ("+l.Keep+")")
-			}
-		}
-		s := "signal nothing"
-		if len(rm) > 0 {
-			s += ", remove " + strings.Join(rm, ", ")
-		}
-		if len(keep) > 0 {
-			s += ", keep " + strings.Join(keep, ", ")
-		}
-		return s
-	}
-	s := fmt.Sprintf("%s to %d processes", p.Strategy(), len(p.Members))
-	switch {
-	case p.Cgroup != "":
-		s += ", cgroup.kill " + p.Cgroup
-	case p.Freezer != "":
-		s += ", freeze v1 " + p.Freezer
-	}
-	switch {
-	case p.Supervised:
-		s += ", cleanup left to the supervisor"
-	case len(p.Cleanup) > 0:
-		s += ", then remove " + strings.Join(p.Cleanup, ", ")
-	}
-	return s
+	f := p.Facts()
+	return f.Strategy + "; " + f.ProcessesText() + "; cgroup: " + f.Cgroup + "; cleanup: " + f.Cleanup
 }

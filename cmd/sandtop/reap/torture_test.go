@@ -12,6 +12,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestTortureReaper runs the reaper (--apply, in a loop) over randomized
@@ -46,9 +47,7 @@ func steadyScan(t *testing.T) time.Duration {
 }
 
 func TestTortureReaper(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: sandsim fleets make cgroups")
-	}
+	proctest.RequireRoot(t)
 	passes := defaultReapPasses
 	if s := os.Getenv("TORTURE_REAP"); s != "" {
 		n, err := strconv.Atoi(s)
