@@ -218,6 +218,9 @@ func refuseAll(v *model.View, ms []*model.Member, protected map[int]bool) error 
 
 // Strategy describes how the processes will be stopped.
 func (p *Plan) Strategy() string {
+	if p.LeftoverOnly() {
+		return "no signal: no process is left"
+	}
 	if p.Grace == 0 {
 		return "immediate SIGKILL"
 	}

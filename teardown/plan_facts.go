@@ -113,7 +113,6 @@ func (p *Plan) Facts() Facts {
 // is signalled, and its leftovers are removed or kept.
 func (p *Plan) leftoverFacts(f Facts) Facts {
 	f.Root = "none: no process left"
-	f.Strategy = "no signal: nothing is left to stop"
 	var cgroups, rm, keep []string
 	for _, l := range p.Leftovers {
 		if l.Kind == proc.KindCgroup {
