@@ -118,6 +118,12 @@ func TestTortureReaper(t *testing.T) {
 				lastOrphaned[name] = start
 			}
 		}
+		// IDs read now: the fleet updates its manifest in place as the
+		// bounces below change it.
+		ids := map[string]string{}
+		for name := range roles {
+			ids[name] = m.Sandbox(name).ID
+		}
 		stop := make(chan struct{})
 		bounced := make(chan error, 1)
 		go func() {
@@ -128,7 +134,7 @@ func TestTortureReaper(t *testing.T) {
 				}
 				n := 1 + rng.IntN(2)
 				at := time.Duration(rng.Int64N(int64(forD / 2)))
-				id := m.Sandbox(name).ID
+				id := ids[name]
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
