@@ -291,7 +291,7 @@ func (r *run) graceful(ctx context.Context) {
 		r.signal(StepTerm, p, unix.SIGCONT, true)
 	}
 	waitStart := r.e.now()
-	wctx, cancel := context.WithTimeout(ctx, r.p.Grace)
+	wctx, cancel := graceContext(ctx, r.p.Grace)
 	defer cancel()
 	// A leaf can be gone before the wait starts: count it among those
 	// that exited, not out of the total.

@@ -121,6 +121,7 @@ type Model struct {
 	status    string
 	statusErr bool
 	quitArmed bool
+	stopRuns  bool // the operator quit asking to stop the running teardowns
 }
 
 // New makes the root model.
@@ -173,10 +174,12 @@ func New(o Options) *Model {
 // ReadOnly reports whether the model has no way to tear anything down.
 func (m *Model) ReadOnly() bool { return m.killer == nil }
 
-// Shutdown cancels the teardowns still running and waits until each has
-// thawed what it froze and written its audit record. Call it after the
-// program returns.
-func (m *Model) Shutdown() { m.runs.shutdown() }
+// Shutdown waits until every teardown still running has finished: thawed
+// what it froze, verified and written its audit record. When the operator
+// quit by asking to stop them (q twice) they send no further signal first;
+// when the screen went away any other way (its terminal closed, a signal)
+// they finish as confirmed. Call it after the program returns.
+func (m *Model) Shutdown() { m.runs.shutdown(m.stopRuns) }
 
 // Init starts the first scan; the refresh tick is armed when it returns.
 func (m *Model) Init() tea.Cmd {

@@ -159,6 +159,7 @@ func (m *Model) quit() tea.Cmd {
 		m.setStatus("a teardown is running: press q again to stop it and quit", true)
 		return nil
 	}
+	m.stopRuns = m.panel.running > 0
 	return tea.Quit
 }
 

@@ -19,8 +19,16 @@ import (
 )
 
 // TestMain lets the test binary serve as the sandsim fleet's processes and
-// reap whatever a fleet strands.
-func TestMain(m *testing.M) { fleet.Main(m) }
+// reap whatever a fleet strands, and removes the sandtop binary the tests
+// built.
+func TestMain(m *testing.M) { fleet.Main(cleanRun{m}) }
+
+type cleanRun struct{ m *testing.M }
+
+func (c cleanRun) Run() int {
+	defer removeBinary()
+	return c.m.Run()
+}
 
 // sandtop runs the command in-process and returns its exit code and output.
 func sandtop(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -30,10 +30,7 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("needs tmux")
 	}
-	bin := filepath.Join(t.TempDir(), "sandtop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := sandtopBinary(t)
 	for _, end := range []string{"q", "ctrl-c", "sigkill"} {
 		t.Run(end, func(t *testing.T) {
 			dir := t.TempDir()

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -110,34 +112,107 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 			return usageErr(errors.New("refusing to kill without a terminal to confirm on: use --force"))
 		}
 		if !confirm(in, out, plans) {
-			fmt.Fprintln(out, "cancelled: nothing was signalled")
-			return nil
+			return &exitError{code: exitFailure, err: errors.New("cancelled: nothing was signalled")}
 		}
 	}
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	auditPath := o.audit
 	if auditPath == "" {
 		auditPath = teardown.DefaultAuditPath()
 	}
-	emit := lineEmitter(out, ui.NewStyles(lipgloss.NewRenderer(out)))
-	if o.json {
-		enc := json.NewEncoder(out)
+	return runPlans(ctx, eng, plans, o.json, auditPath, out, errOut)
+}
+
+// runPlans tears the plans down and audits each. Once it has started it
+// finishes: output that fails (a pipe closed early, a terminal gone) is
+// dropped, SIGPIPE and SIGHUP change nothing, the first SIGINT or SIGTERM
+// only cuts the grace wait short, and a second one stops further SIGKILLs.
+// The thaw, the verify and the audit record happen whatever comes.
+func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan, asJSON bool, auditPath string, out, errOut io.Writer) error {
+	lout, lerr := &lossyWriter{w: out}, &lossyWriter{w: errOut}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hurry := make(chan struct{})
+	sigs := make(chan os.Signal, 4)
+	// Notify for SIGPIPE too: without it a write to a closed pipe on
+	// stdout kills a Go program outright.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	var interrupted atomic.Bool
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP || sig == syscall.SIGPIPE {
+					continue // the output is gone; the teardown is not
+				}
+				n++
+				switch n {
+				case 1:
+					interrupted.Store(true)
+					close(hurry)
+					fmt.Fprintf(lerr, "sandtop: %s: no more waiting; SIGKILL, verify and the audit record follow (again: stop signalling)\n", sig)
+				case 2:
+					cancel()
+					fmt.Fprintf(lerr, "sandtop: %s: no further signals; thawing, verifying and writing the audit record\n", sig)
+				}
+			}
+		}
+	}()
+
+	emit := lineEmitter(lout, ui.NewStyles(lipgloss.NewRenderer(out)))
+	if asJSON {
+		enc := json.NewEncoder(lout)
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
 	}
+	runCtx := teardown.WithHurry(ctx, hurry)
 	failed := false
 	for _, p := range plans {
-		t := eng.Run(ctx, p, emit)
+		t := eng.Run(runCtx, p, emit)
 		failed = failed || !t.OK()
 		if err := teardown.AppendAudit(auditPath, teardown.NewAuditRecord("kill", p, t)); err != nil {
-			fmt.Fprintln(errOut, "sandtop: warning:", err)
+			fmt.Fprintln(lerr, "sandtop: warning:", err)
 		}
 	}
+	if lout.failed() != nil {
+		fmt.Fprintf(lerr, "sandtop: output lost (%v); the teardown went on to the end: see %s\n", lout.failed(), auditPath)
+	}
 	if failed {
-		return &exitError{code: exitFailure, err: errors.New("teardown incomplete: see the FAIL lines above")}
+		msg := "teardown incomplete: see the FAIL lines above"
+		if interrupted.Load() {
+			msg += " (interrupted)"
+		}
+		return &exitError{code: exitFailure, err: errors.New(msg)}
 	}
 	return nil
+}
+
+// lossyWriter passes writes on until the first error, then drops them and
+// keeps that error: a teardown never stops because its output cannot go
+// anywhere. Safe for the signal goroutine and the teardown to share.
+type lossyWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (l *lossyWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		_, l.err = l.w.Write(b)
+	}
+	return len(b), nil
+}
+
+func (l *lossyWriter) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // makePlans resolves every argument before anything is signalled: one

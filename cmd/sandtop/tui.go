@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -116,10 +118,25 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
-	// Teardowns still running were cancelled by the quit; wait until each
-	// has thawed what it froze and written its audit record.
+	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out))
+	// A closed terminal (SIGHUP) ends the screen, not the process: the
+	// teardowns still running must finish and write their audit records.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-hup:
+			prog.Kill()
+		case <-done:
+		}
+	}()
+	_, err = prog.Run()
+	close(done)
+	// Wait until every teardown still running has thawed what it froze,
+	// verified and written its audit record.
 	m.Shutdown()
+	signal.Stop(hup)
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return fmt.Errorf("tui: %w", err)
 	}
