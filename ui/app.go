@@ -46,8 +46,6 @@ type Options struct {
 	// Grace is the graceful strategy's wait after SIGTERM; 0 starts every
 	// confirmation on immediate SIGKILL.
 	Grace time.Duration
-	// AuditPath is where each teardown is appended as a JSON line.
-	AuditPath string
 	// ShowHost starts with the host group (processes in no sandbox) shown.
 	ShowHost bool
 	// LookupUser names a uid (LookupUser when nil); called from a Cmd.
@@ -68,14 +66,13 @@ const (
 // Model is the root model: it routes messages to the parts of the screen
 // and owns the modes (normal, filter, search, confirm) and the refresh loop.
 type Model struct {
-	src       Source
-	killer    Killer
-	keys      KeyMap
-	styles    *Styles
-	help      help.Model
-	grace     time.Duration
-	auditPath string
-	lookup    func(int) string
+	src    Source
+	killer Killer
+	keys   KeyMap
+	styles *Styles
+	help   help.Model
+	grace  time.Duration
+	lookup func(int) string
 
 	width, height int
 
@@ -131,27 +128,26 @@ func New(o Options) *Model {
 		s = DefaultStyles()
 	}
 	m := &Model{
-		src:       o.Source,
-		killer:    o.Killer,
-		keys:      DefaultKeyMap(),
-		styles:    s,
-		help:      help.New(),
-		grace:     o.Grace,
-		auditPath: o.AuditPath,
-		lookup:    o.LookupUser,
-		cpu:       &cpuSampler{},
-		table:     table{styles: s},
-		detail:    detail{styles: s},
-		expanded:  map[string]bool{},
-		tags:      map[rowKey]bool{},
-		tree:      true,
-		showHost:  o.ShowHost,
-		panel:     newTeardownPanel(s),
-		runs:      newRuns(),
-		batches:   map[int]*batch{},
-		busy:      map[proc.Identity]int{},
-		interval:  cmp.Or(o.Interval, DefaultInterval),
-		tick:      tickCmd,
+		src:      o.Source,
+		killer:   o.Killer,
+		keys:     DefaultKeyMap(),
+		styles:   s,
+		help:     help.New(),
+		grace:    o.Grace,
+		lookup:   o.LookupUser,
+		cpu:      &cpuSampler{},
+		table:    table{styles: s},
+		detail:   detail{styles: s},
+		expanded: map[string]bool{},
+		tags:     map[rowKey]bool{},
+		tree:     true,
+		showHost: o.ShowHost,
+		panel:    newTeardownPanel(s),
+		runs:     newRuns(),
+		batches:  map[int]*batch{},
+		busy:     map[proc.Identity]int{},
+		interval: cmp.Or(o.Interval, DefaultInterval),
+		tick:     tickCmd,
 	}
 	if m.lookup == nil {
 		m.lookup = LookupUser
