@@ -3,10 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -28,64 +25,6 @@ func Effective(user Rules, presets bool) Rules {
 		out = append(out, Presets()...)
 	}
 	return out
-}
-
-// systemRulesPath is the system-wide rules file; a variable so tests can
-// point it into a temporary directory.
-var systemRulesPath = "/etc/sandtop/rules.toml"
-
-// RulesPath picks the rules file: explicit when it is non-empty (it must
-// exist), else $XDG_CONFIG_HOME/sandtop/rules.toml (~/.config when the
-// variable is unset or, as the XDG Base Directory spec asks, relative),
-// else /etc/sandtop/rules.toml. It returns "" when none exists.
-func RulesPath(explicit string) (string, error) {
-	if explicit != "" {
-		if _, err := isFile(explicit); err != nil {
-			return "", fmt.Errorf("rules file: %w", err)
-		}
-		return explicit, nil
-	}
-	var candidates []string
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(dir) {
-		dir = ""
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, ".config")
-		}
-	}
-	if dir != "" {
-		candidates = append(candidates, filepath.Join(dir, "sandtop", "rules.toml"))
-	}
-	for _, p := range append(candidates, systemRulesPath) {
-		ok, err := isFile(p)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("rules file: %w", err)
-		}
-		if ok {
-			return p, nil
-		}
-	}
-	return "", nil
-}
-
-func isFile(path string) (bool, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return false, err
-	}
-	if fi.IsDir() {
-		return false, fmt.Errorf("%s is a directory", path)
-	}
-	return true, nil
-}
-
-// LoadRulesFile reads and parses one rules file.
-func LoadRulesFile(path string) (Rules, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read rules: %w", err)
-	}
-	return ParseRules(data, path)
 }
 
 // RuleError is one problem in a rules file, located by line and key.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,10 +19,24 @@ import (
 	"github.com/sandtop/sandtop/teardown"
 )
 
+// envRunArgs makes the test binary run sandtop itself: its value is the
+// arguments as a JSON array. Tests use it to run sandtop as another user.
+const envRunArgs = "SANDTOP_TEST_RUN_ARGS"
+
 // TestMain lets the test binary serve as the sandsim fleet's processes and
-// reap whatever a fleet strands, and removes the sandtop binary the tests
-// built.
-func TestMain(m *testing.M) { fleet.Main(cleanRun{m}) }
+// reap whatever a fleet strands, or as sandtop itself (envRunArgs); it
+// removes the sandtop binary the tests built.
+func TestMain(m *testing.M) {
+	if env, ok := os.LookupEnv(envRunArgs); ok {
+		var args []string
+		if err := json.Unmarshal([]byte(env), &args); err != nil {
+			fmt.Fprintln(os.Stderr, envRunArgs+":", err)
+			os.Exit(exitUsage)
+		}
+		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
+	}
+	fleet.Main(cleanRun{m})
+}
 
 type cleanRun struct{ m *testing.M }
 

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/sandtop/sandtop/model"
 )
 
 func newRulesCmd(g *globals) *cobra.Command {
@@ -62,7 +60,7 @@ A home-grown runtime that starts "agentbox --box <id>" under a daemon
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if check != "" {
-				rs, err := model.LoadRulesFile(check)
+				rs, err := loadRulesFile(check)
 				if err != nil {
 					return &exitError{code: exitFailure, err: err}
 				}
