@@ -85,6 +85,14 @@ type Survivor struct {
 // OK reports whether nothing of the target survived and no step failed.
 func (t *Totals) OK() bool { return len(t.Survivors) == 0 && t.Failed == 0 }
 
+// count spells n things: "1 process", "3 processes".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 // Text is the event as one line without its status: the step name in a
 // column of its own, then the process the step acted on and the detail
 // ("kill        99 sleep: EPERM (needs root)"), or the detail alone for a

@@ -232,7 +232,7 @@ func (p *Plan) Steps() []string {
 // Write prints the plan for a person: what --dry-run shows and what the
 // confirmation asks about.
 func (p *Plan) Write(w io.Writer) {
-	fmt.Fprintf(w, "target:     %s (%s), root pid %d, %d processes\n", p.Target, p.Runtime, p.RootPID, len(p.Members))
+	fmt.Fprintf(w, "target:     %s (%s), root pid %d, %s\n", p.Target, p.Runtime, p.RootPID, count(len(p.Members), "process", "processes"))
 	switch {
 	case p.Cgroup != "":
 		fmt.Fprintf(w, "cgroup:     %s (dedicated: cgroup.kill)\n", p.Cgroup)

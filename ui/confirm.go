@@ -192,7 +192,7 @@ func (c *confirm) view(w, h int) string {
 	s := c.styles
 	inner := max(min(w-6, 140), 20) // double border and padding
 	var l []string
-	what := plural(len(c.plans), "target", "targets")
+	what := format.Count(len(c.plans), "target", "targets")
 	if len(c.plans) == 1 {
 		what = c.plans[0].Target
 		if c.plans[0].Sandbox != nil {
@@ -201,7 +201,7 @@ func (c *confirm) view(w, h int) string {
 			what += " and its descendants"
 		}
 	}
-	l = append(l, s.ModalTitle.Render(format.Printable(fmt.Sprintf("Tear down %s (%s)?", what, plural(c.processes(), "process", "processes")))), "")
+	l = append(l, s.ModalTitle.Render(format.Printable(fmt.Sprintf("Tear down %s (%s)?", what, format.Count(c.processes(), "process", "processes")))), "")
 
 	// Leave room for the strategy, the typed prompt, the buttons and the border.
 	room := h - 2 - 9
@@ -216,7 +216,7 @@ func (c *confirm) view(w, h int) string {
 		shown++
 	}
 	if rest := len(c.plans) - shown; rest > 0 {
-		l = append(l, s.DetailKey.Render(fmt.Sprintf("… and %s more", plural(rest, "target", "targets"))))
+		l = append(l, s.DetailKey.Render(fmt.Sprintf("… and %s more", format.Count(rest, "target", "targets"))))
 	}
 	for _, e := range c.errs {
 		l = append(l, s.Error.Render("not planned: ")+format.Printable(e))
@@ -272,7 +272,7 @@ func (c *confirm) planLines(p *teardown.Plan, inner int) []string {
 		}
 	}
 	l = append(l, s.Title.Render(format.Printable(p.Target))+"  "+format.Printable(p.Runtime)+
-		fmt.Sprintf("  %s, root pid %d", plural(len(p.Members), "process", "processes"), p.RootPID))
+		fmt.Sprintf("  %s, root pid %d", format.Count(len(p.Members), "process", "processes"), p.RootPID))
 	switch {
 	case p.Cgroup != "":
 		kv("cgroup", p.Cgroup+" (dedicated: cgroup.kill)")

@@ -73,7 +73,7 @@ func (s *Styles) header(h headerState, width int) string {
 			s.HeaderText.Render(format.Printable(h.view.Host)),
 			s.HeaderFaint.Render(h.view.Time.Format("15:04:05")+" every "+interval(h.interval)),
 			s.HeaderText.Render(fmt.Sprintf("%s · %d processes in them · %d on host",
-				plural(h.sum.sandboxes, "sandbox", "sandboxes"), h.sum.members, h.sum.procs)))
+				format.Count(h.sum.sandboxes, "sandbox", "sandboxes"), h.sum.members, h.sum.procs)))
 		var badges []string
 		for _, b := range model.Badges {
 			badges = append(badges, s.Badge(b)+" "+s.HeaderText.Render(fmt.Sprint(h.sum.badges[b])))
@@ -100,13 +100,6 @@ func (s *Styles) header(h headerState, width int) string {
 		second = append(second, s.Error.Render("scan failed: "+format.Printable(h.scanErr.Error())))
 	}
 	return ansi.Truncate(strings.Join(top, sep), width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // interval spells a refresh interval without trailing zero units: "1s",

@@ -45,7 +45,7 @@ func (p *teardownPanel) begin(plans []*teardown.Plan) tea.Cmd {
 	p.open, p.focused = true, true
 	for _, pl := range plans {
 		p.add(p.styles.Title.Render("▶ "+format.Printable(pl.Target)) +
-			fmt.Sprintf("  %s, %s, %s", format.Printable(pl.Runtime), plural(len(pl.Members), "process", "processes"), pl.Strategy()))
+			fmt.Sprintf("  %s, %s, %s", format.Printable(pl.Runtime), format.Count(len(pl.Members), "process", "processes"), pl.Strategy()))
 	}
 	p.running++
 	if p.running == 1 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/teardown"
+	"github.com/sandtop/sandtop/ui/format"
 	"github.com/sandtop/sandtop/ui/theme"
 )
 
@@ -76,6 +77,11 @@ survived or a step failed, 2 for usage errors and IDs that do not resolve.`,
 func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.Reader, out, errOut io.Writer) error {
 	if len(args) == 0 && len(o.pids) == 0 {
 		return usageErr(errors.New("kill needs a sandbox ID (or prefix) or --pid"))
+	}
+	if len(args) > 0 && len(o.pids) > 0 {
+		// Refused rather than guessed: a pid typed next to an ID is as
+		// likely a slip as a second target.
+		return usageErr(fmt.Errorf("kill takes sandbox IDs or --pid, not both (%s and --pid %v): run one kill for each", strings.Join(args, " "), o.pids))
 	}
 	rules, err := g.rules()
 	if err != nil {
@@ -253,7 +259,7 @@ func confirm(in io.Reader, out io.Writer, plans []*teardown.Plan) bool {
 		fmt.Fprintln(out)
 		n += len(p.Members)
 	}
-	fmt.Fprintf(out, "Tear down %d target(s), %d processes? [y/N] ", len(plans), n)
+	fmt.Fprintf(out, "Tear down %s, %s? [y/N] ", format.Count(len(plans), "target", "targets"), format.Count(n, "process", "processes"))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
@@ -283,7 +289,7 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 		if !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, sb.ID) {
 			continue
 		}
-		desc := fmt.Sprintf("%s, %d processes", sb.Runtime, len(sb.Members))
+		desc := sb.Runtime + ", " + format.Count(len(sb.Members), "process", "processes")
 		if len(sb.Badges) > 0 {
 			desc += ", " + badges(sb.Badges)
 		}

@@ -149,7 +149,6 @@ func TestKillFinishesWhateverHappensToItsOutput(t *testing.T) {
 	}
 }
 
-
 // TestTUIFinishesTeardownWhenTerminalCloses confirms a teardown in the live
 // screen, in a real terminal (tmux), and closes that terminal while the
 // teardown waits out its grace on a member that ignores SIGTERM. sandtop

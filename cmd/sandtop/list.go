@@ -31,7 +31,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 		Example: `  sandtop list
   sandtop list --tree
   sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, err := g.view()
 			if err != nil {
@@ -130,7 +130,7 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 		fmt.Fprintln(w, format.Unreadable(n))
 	}
 	if len(v.Sandboxes) == 0 {
-		fmt.Fprintf(w, "no sandboxes on %s (%d processes in none; --all lists them)\n", v.Host, len(v.Unattributed))
+		fmt.Fprintf(w, "no sandboxes on %s (%s in none; --all lists them)\n", v.Host, format.Count(len(v.Unattributed), "process", "processes"))
 	}
 }
 

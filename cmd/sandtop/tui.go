@@ -31,7 +31,7 @@ type tuiOpts struct {
 func (o *tuiOpts) addFlags(cmd *cobra.Command) {
 	o.addViewFlags(cmd)
 	f := cmd.Flags()
-	f.BoolVar(&o.readOnly, "read-only", false, "never signal anything: the kill keys are disabled (same as `sandtop watch`)")
+	f.BoolVar(&o.readOnly, "read-only", false, "never signal anything: the kill keys are disabled (same as sandtop watch)")
 	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "graceful teardown: wait this long after SIGTERM before SIGKILL (0: start on immediate SIGKILL)")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
 }
@@ -53,7 +53,7 @@ engine is not even constructed, and the kill keys are disabled. Use it on
 hosts where looking is all you mean to do, or to hand the screen to someone.`,
 		Example: `  sandtop watch
   sandtop watch --interval 5s --all`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTUI(cmd, g, o) },
 	}
 	o.addViewFlags(cmd)
