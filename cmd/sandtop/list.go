@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/model"
@@ -17,7 +20,10 @@ import (
 )
 
 type listOpts struct {
-	json, tree, all bool
+	json, tree, all, wide bool
+	// width cuts each line to the terminal's width (0: no limit, as when
+	// piped or with --wide).
+	width int
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -29,7 +35,7 @@ func newListCmd(g *globals) *cobra.Command {
 prefix, at least 12 characters), runtime, process count, root PID, CPU time,
 resident memory, age and badges (orphan, zombie, paused).`,
 		Example: `  sandtop list
-  sandtop list --tree
+  sandtop list --tree           # lines cut to the terminal; --wide for whole ones
   sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,6 +49,11 @@ resident memory, age and badges (orphan, zombie, paused).`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(v.Document(o.all))
 			}
+			if f, ok := out.(*os.File); ok && !o.wide && term.IsTerminal(f.Fd()) {
+				if w, _, err := term.GetSize(f.Fd()); err == nil {
+					o.width = w
+				}
+			}
 			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil
 		},
@@ -51,6 +62,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	f.BoolVar(&o.json, "json", false, "print one JSON document (schema in README)")
 	f.BoolVar(&o.tree, "tree", false, "show each sandbox's process tree")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox")
+	f.BoolVar(&o.wide, "wide", false, "on a terminal, print whole lines instead of cutting them to its width")
 	return cmd
 }
 
@@ -125,7 +137,15 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 			}
 			return cell
 		})
-	fmt.Fprintln(w, strings.TrimRight(t.Render(), " "))
+	// The table pads every cell to its column; the last column's padding
+	// would pad every line to the longest argv.
+	for _, line := range strings.Split(t.Render(), "\n") {
+		line = strings.TrimRight(line, " ")
+		if o.width > 0 {
+			line = ansi.Truncate(line, o.width, "…")
+		}
+		fmt.Fprintln(w, line)
+	}
 	if n := snap.PartlyUnreadable; n > 0 {
 		fmt.Fprintln(w, format.Unreadable(n))
 	}
