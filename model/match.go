@@ -264,6 +264,30 @@ func (rs Rules) Match(p *proc.Process) (Match, bool) {
 	return Match{}, false
 }
 
+// MatchCgroup returns the match of the first rule that recognises a
+// sandbox by the cgroup path alone (a rule with only a cgroup matcher), as
+// if a process lived there: what finds a runtime's cgroup that no live
+// process is in any more (a leftover). A rule with NestedPIDNamespace
+// (containerd's /<ns>/<id>, which any two-level path resembles) still
+// matches here, since an empty cgroup has no process to ask: its Match.Rule
+// says so, and a caller acting on it alone needs other evidence (the
+// runtime's state directory).
+func (rs Rules) MatchCgroup(path string) (Match, bool) {
+	if path == "" || path == "/" {
+		return Match{}, false
+	}
+	s := subject{p: &proc.Process{Cgroup: path, NSpid: []int{0, 0}}}
+	for _, r := range rs {
+		if r == nil || !r.onlyCgroup() {
+			continue
+		}
+		if m, ok := r.match(&s); ok {
+			return m, true
+		}
+	}
+	return Match{}, false
+}
+
 // match runs on every process of every scan, so it works in two passes. The
 // first decides, cheapest matcher first, with MatchString, which allocates
 // nothing; only a process that passes all of them pays for the submatch
@@ -282,6 +306,9 @@ func (r *Rule) match(s *subject) (Match, bool) {
 		}
 	}
 	if r.Comm != nil && !matchString(r.Comm, p.Comm) {
+		return Match{}, false
+	}
+	if r.NestedPIDNamespace && len(p.NSpid) < 2 {
 		return Match{}, false
 	}
 	flagVal := ""
@@ -332,7 +359,14 @@ func (r *Rule) match(s *subject) (Match, bool) {
 		c.vars = make(map[string]string, 1)
 	}
 	c.vars["id"] = id
-	return Match{Rule: r, ID: id, By: c.by, Vars: c.vars}, true
+	ns := c.vars["ns"]
+	if ns == "" && r.NamespaceFlag != "" {
+		if v, ok := FlagValue(p.Argv, r.NamespaceFlag); ok && v != "" {
+			ns = v
+			c.vars["ns"] = v
+		}
+	}
+	return Match{Rule: r, ID: id, Namespace: ns, By: c.by, Vars: c.vars}, true
 }
 
 // captures gathers the named groups of the matchers, asked in ID order: the

@@ -14,24 +14,35 @@ const MinShortID = 12
 // ErrResolve is wrapped by every error Resolve returns.
 var ErrResolve = errors.New("cannot resolve sandbox")
 
-// Resolve finds the sandbox named by a full ID or by a unique prefix of one,
-// as `runner kill` does in the vm0 seed: an empty argument, an unknown ID and
-// an ambiguous prefix are errors that name the candidates.
+// Resolve finds the sandbox named by its Key ("runtime:ns/id"), its Name
+// ("ns/id"), its ID, an alias, or a unique prefix of any of these, as
+// `runner kill` does in the vm0 seed: an empty argument, an unknown name
+// and an ambiguous one (an ID that two namespaces or two runtimes share,
+// a prefix of several) are errors that name the candidates.
 func (v *View) Resolve(arg string) (*Sandbox, error) {
 	if strings.TrimSpace(arg) == "" {
 		return nil, fmt.Errorf("%w: empty sandbox ID", ErrResolve)
 	}
-	if sb := v.Sandbox(arg); sb != nil {
+	if sb := v.byKey(arg); sb != nil {
 		return sb, nil
 	}
-	for _, sb := range v.Sandboxes {
-		if slices.Contains(sb.Aliases, arg) {
-			return sb, nil
+	hits := v.named(arg)
+	if len(hits) == 0 {
+		for _, sb := range v.Sandboxes {
+			if slices.Contains(sb.Aliases, arg) {
+				hits = append(hits, sb)
+			}
 		}
 	}
-	var hits []*Sandbox
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+	default:
+		return nil, fmt.Errorf("%w: %q names %d sandboxes; say which%s", ErrResolve, arg, len(hits), candidates(v, hits))
+	}
 	for _, sb := range v.Sandboxes {
-		if strings.HasPrefix(sb.ID, arg) {
+		if strings.HasPrefix(sb.ID, arg) || strings.HasPrefix(sb.Name(), arg) || strings.HasPrefix(sb.Key(), arg) {
 			hits = append(hits, sb)
 		}
 	}
@@ -43,13 +54,14 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 			return nil, fmt.Errorf("%w: no sandbox ID starts with %q (no sandboxes on this host)", ErrResolve, arg)
 		}
 		return nil, fmt.Errorf("%w: no sandbox ID starts with %q; %s on this host, the nearest:%s",
-			ErrResolve, arg, countSandboxes(len(v.Sandboxes)), candidates(nearest(v.Sandboxes, arg)))
+			ErrResolve, arg, countSandboxes(len(v.Sandboxes)), list(v, nearest(v.Sandboxes, arg)))
 	default:
-		return nil, fmt.Errorf("%w: %q is ambiguous; candidates:%s", ErrResolve, arg, candidates(hits))
+		return nil, fmt.Errorf("%w: %q is ambiguous%s", ErrResolve, arg, candidates(v, hits))
 	}
 }
 
-// maxCandidates bounds the IDs an error lists: a big host has thousands.
+// maxCandidates bounds the sandboxes an error lists: a big host has
+// thousands.
 const maxCandidates = 10
 
 func countSandboxes(n int) string {
@@ -59,10 +71,21 @@ func countSandboxes(n int) string {
 	return fmt.Sprintf("%d sandboxes", n)
 }
 
-func candidates(sbs []*Sandbox) string {
+// candidates lists sandboxes by the name that tells each apart: its Name,
+// or its Key when another sandbox has the same Name.
+func candidates(v *View, sbs []*Sandbox) string {
+	if len(sbs) == 0 {
+		return " (no sandboxes on this host)"
+	}
+	return "; candidates:" + list(v, sbs)
+}
+
+// list names at most maxCandidates sandboxes, one a line, and says how
+// many more there are.
+func list(v *View, sbs []*Sandbox) string {
 	var b strings.Builder
 	for _, sb := range sbs[:min(len(sbs), maxCandidates)] {
-		fmt.Fprintf(&b, "\n  %s  %s", sb.ID, sb.Runtime)
+		fmt.Fprintf(&b, "\n  %s  %s", v.FullName(sb), sb.Runtime)
 	}
 	if n := len(sbs) - maxCandidates; n > 0 {
 		fmt.Fprintf(&b, "\n  … and %d more", n)
@@ -70,9 +93,10 @@ func candidates(sbs []*Sandbox) string {
 	return b.String()
 }
 
-// nearest orders the sandboxes by how near their ID is to arg, a mistyped
-// ID or prefix: the longest shared prefix first, then the smallest edit
-// distance between arg and as much of the ID, then by ID.
+// nearest orders the sandboxes by how near their name is to arg, a
+// mistyped ID or prefix: the longest shared prefix (of the ID or the
+// Name) first, then the smallest edit distance between arg and as much of
+// the ID, then by ID; it keeps the first maxCandidates.
 func nearest(sbs []*Sandbox, arg string) []*Sandbox {
 	type scored struct {
 		sb           *Sandbox
@@ -80,7 +104,8 @@ func nearest(sbs []*Sandbox, arg string) []*Sandbox {
 	}
 	all := make([]scored, len(sbs))
 	for i, sb := range sbs {
-		all[i] = scored{sb, commonPrefix(sb.ID, arg), editDistance(arg, sb.ID[:min(len(sb.ID), len(arg))])}
+		prefix := max(commonPrefix(sb.ID, arg), commonPrefix(sb.Name(), arg))
+		all[i] = scored{sb, prefix, editDistance(arg, sb.ID[:min(len(sb.ID), len(arg))])}
 	}
 	slices.SortFunc(all, func(a, b scored) int {
 		return cmp.Or(cmp.Compare(b.prefix, a.prefix), cmp.Compare(a.dist, b.dist), strings.Compare(a.sb.ID, b.sb.ID))
@@ -112,6 +137,49 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// FullName is the shortest name that Resolve takes for exactly sb: its
+// Name, or its Key when another sandbox of the view has the same Name
+// (two runtimes that picked the same ID).
+func (v *View) FullName(sb *Sandbox) string {
+	for _, o := range v.Sandboxes {
+		if o != sb && o.Name() == sb.Name() {
+			return sb.Key()
+		}
+	}
+	if hits := v.named(sb.Name()); len(hits) > 1 {
+		return sb.Key()
+	}
+	return sb.Name()
+}
+
+// ShortNames maps each sandbox to the name list and the live screen show:
+// the namespace, if any, and the ID shortened to its shortest unique prefix
+// of at least minLen characters ("team-a/web-frontend", "moby/3f2a1b4c5d6e"),
+// with the runtime in front where two sandboxes would read the same.
+// Resolve accepts every such name.
+func (v *View) ShortNames(minLen int) map[*Sandbox]string {
+	ids := make([]string, len(v.Sandboxes))
+	for i, sb := range v.Sandboxes {
+		ids[i] = sb.ID
+	}
+	short := ShortIDs(ids, minLen)
+	out := make(map[*Sandbox]string, len(v.Sandboxes))
+	shown := make(map[string]int, len(v.Sandboxes))
+	perID := make(map[string]int, len(v.Sandboxes))
+	for _, sb := range v.Sandboxes {
+		out[sb] = qualify(sb.Namespace, short[sb.ID])
+		shown[out[sb]]++
+		perID[sb.ID]++
+	}
+	for _, sb := range v.Sandboxes {
+		// A bare ID that another sandbox also has would name both.
+		if shown[out[sb]] > 1 || (sb.Namespace == "" && perID[sb.ID] > 1) {
+			out[sb] = sb.Runtime + ":" + out[sb]
+		}
+	}
+	return out
 }
 
 // ShortIDs maps each ID to its shortest prefix that is unique among ids and

@@ -35,7 +35,7 @@ func parseFile(t *testing.T, path string) (Rules, error) {
 }
 
 func TestParseRulesErrors(t *testing.T) {
-	knownKeys := "name, exe, comm, argv, exclude_argv, flag, cgroup, cwd, id_transform, process_group, supervisor, cleanup"
+	knownKeys := strings.Join(ruleKeys, ", ")
 	tests := []struct {
 		file string
 		want []string // without the "testdata/rules/" prefix

@@ -417,7 +417,7 @@ func (m *Model) emptyView() string {
 	lines := []string{
 		s.Title.Render("no sandboxes on " + format.Printable(m.view.Host)),
 		"",
-		s.HeaderText.Render(format.Count(len(m.view.Unattributed), "process runs", "processes run")+" here, none of them in a sandbox sandtop knows."),
+		s.HeaderText.Render(format.Count(len(m.view.Unattributed), "process runs", "processes run") + " here, none of them in a sandbox sandtop knows."),
 		s.Status.Render("press a to list them as the host group."),
 		s.Status.Render("sandboxes are recognised by rules: `sandtop rules` lists them;"),
 		s.Status.Render("`sandtop demo` starts a fake fleet to try sandtop on."),

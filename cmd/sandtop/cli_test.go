@@ -271,7 +271,7 @@ func TestKillCommand(t *testing.T) {
 		code         int
 	}{
 		{"unknown ID", `no sandbox ID starts with "ffffdead"`, []string{"kill", "--force", "ffffdead"}, exitUsage},
-		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  " + idA, []string{"kill", "--force", "aaaa"}, exitUsage},
+		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  k8s.io/" + idA, []string{"kill", "--force", "aaaa"}, exitUsage},
 		{"empty argument", "empty sandbox ID", []string{"kill", "--force", ""}, exitUsage},
 		{"one bad ID stops them all", "no sandbox ID", []string{"kill", "--force", idA, "ffffdead"}, exitUsage},
 		{"no terminal without --force", "use --force", []string{"kill", idA}, exitUsage},
@@ -291,7 +291,7 @@ func TestKillCommand(t *testing.T) {
 	}
 	t.Run("dry run prints the plan and signals nothing", func(t *testing.T) {
 		code, out, _ := sandtop(t, "kill", "--dry-run", idA[:len(idA)-1]+"1")
-		if code != 0 || !strings.Contains(out, "target:     "+idA) || !strings.Contains(out, "steps:") {
+		if code != 0 || !strings.Contains(out, "target:     k8s.io/"+idA) || !strings.Contains(out, "steps:") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		stillAlive("a")
@@ -331,7 +331,7 @@ func TestKillCommand(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		var rec teardown.AuditRecord
-		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.Target != idA || rec.Via != "kill" || len(rec.Members) == 0 {
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.ID != idA || rec.Target != "k8s.io/"+idA || rec.Key != "containerd:k8s.io/"+idA || rec.Via != "kill" || len(rec.Members) == 0 {
 			t.Errorf("audit log: %q", b)
 		}
 	})

@@ -36,6 +36,11 @@ matcher captured it, or the value of flag.
   cgroup        regex on the cgroup v2 path (the v1 freezer path without v2)
   cwd           regex on the working directory
   id_transform  "underscore-to-dash" or "systemd-unescape", applied to the ID
+  namespace_flag  the runtime's namespace is this flag's value (or a
+                (?P<ns>…) group): the same ID in two namespaces is two
+                sandboxes, shown and killed as namespace/id
+  nested_pid_namespace  true: match only processes in a pid namespace
+                below the scanned one (a container, not a host service)
   process_group true: the matched process's whole process group joins
   supervisor    { ancestor = 'regex on an ancestor's argv' } (16 levels up)
                 or { socket_flag = "-address" } (alive while it listens);
@@ -43,6 +48,9 @@ matcher captured it, or the value of flag.
   cleanup       paths removed after killing an orphan; {id} and any other
                 named group are filled in; a path is used only when it is
                 absolute, clean, and has the ID as one of its components
+
+Rules with the same name are one runtime: a process found by any of them
+joins the same sandbox when runtime, namespace and ID agree.
 
 A home-grown runtime that starts "agentbox --box <id>" under a daemon
 "agentd" and keeps its files in /var/lib/agentbox/<id>:
