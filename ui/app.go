@@ -401,7 +401,9 @@ func (m *Model) headerState() headerState {
 	return headerState{
 		view: m.view, sum: m.sum, interval: m.interval, readOnly: m.ReadOnly(),
 		sort: m.sort, tree: m.tree, filter: m.filterQ, shown: m.shown, scanErr: m.scanErr,
-		held: m.mode == modeConfirm && m.pending != nil,
+		held:   m.mode == modeConfirm && m.pending != nil,
+		tagged: len(m.tags),
+		row:    m.table.cursor + 1, rows: len(m.table.rows),
 	}
 }
 

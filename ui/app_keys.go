@@ -38,7 +38,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return tea.Batch(cmds...)
 	}
-	if !key.Matches(msg, m.keys.Quit) {
+	if !key.Matches(msg, m.keys.Quit, m.keys.ForceQuit) {
 		m.quitArmed = false
 	}
 	m.setStatus("", false)
@@ -48,7 +48,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	t := &m.table
 	switch {
-	case key.Matches(msg, k.Quit):
+	case key.Matches(msg, k.Quit, k.ForceQuit):
 		return m.quit()
 	case m.keys.disabledKill(msg):
 		m.setStatus("read-only mode: killing is disabled", true)
@@ -104,13 +104,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.setStatus("a refresh is already running", false)
 	case key.Matches(msg, k.Faster, k.Slower):
 		return m.setInterval(key.Matches(msg, k.Faster))
-	case key.Matches(msg, k.Help):
+	case key.Matches(msg, k.ShowHelp, k.CloseHelp):
 		m.help.ShowAll = !m.help.ShowAll
-		if m.help.ShowAll {
-			k.Help.SetHelp("?", "fewer keys")
-		} else {
-			k.Help.SetHelp("?", "more keys")
-		}
+		k.showingHelp(m.help.ShowAll)
 	case key.Matches(msg, k.SwitchFocus):
 		if m.panel.open {
 			m.panel.focused = true
@@ -263,7 +259,7 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 	ik := newInputKeys(m.mode == modeSearch)
 	search := m.mode == modeSearch
 	switch {
-	case msg.String() == "ctrl+c":
+	case key.Matches(msg, m.keys.ForceQuit):
 		return m.quit()
 	case !search && key.Matches(msg, ik.Accept) && m.fltErr != nil:
 		return nil // the error under the prompt says what to fix

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/sandtop/sandtop/model"
@@ -121,7 +122,7 @@ func (m *Model) overlapsBusy(p *teardown.Plan) bool {
 
 // confirmKey drives the kill confirmation.
 func (m *Model) confirmKey(msg tea.KeyMsg) tea.Cmd {
-	if msg.String() == "ctrl+c" {
+	if key.Matches(msg, m.keys.ForceQuit) {
 		m.closeConfirm()
 		return m.quit()
 	}
