@@ -93,6 +93,7 @@ type Model struct {
 	tree       bool
 	showHost   bool
 	filterQ    string
+	lastSearch string // the last search line, for F3 to go on from
 	flt        query.Query
 	fltErr     error // the filter line does not parse; flt is the last that did
 	shown      int   // sandboxes that pass the filter

@@ -73,8 +73,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Details):
 		m.showDetail = !m.showDetail
 	case key.Matches(msg, k.Search):
+		// F3 again after a search: the next match, the search line
+		// open on it to edit.
 		m.mode = modeSearch
-		m.input.SetValue("")
+		m.input.SetValue(m.lastSearch)
+		m.input.CursorEnd()
+		if m.lastSearch != "" {
+			m.jump(m.table.cursor + 1)
+		}
 		return m.input.Focus()
 	case key.Matches(msg, k.Filter):
 		m.mode = modeFilter
@@ -293,10 +299,20 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 // search line.
 func (m *Model) jump(start int) {
 	q := strings.ToLower(strings.TrimSpace(m.input.Value()))
+	m.lastSearch = q
 	if q == "" {
 		return
 	}
-	if i := m.table.search(q, start); i >= 0 {
+	i, mb := m.table.search(q, start)
+	if i >= 0 && mb != nil {
+		// The match is inside a collapsed sandbox: open it, land on the
+		// member.
+		sb := m.table.rows[i].key.sandbox
+		m.expanded[sb] = true
+		m.rebuild()
+		i = find(m.table.rows, rowKey{sandbox: sb, id: mb.ID()})
+	}
+	if i >= 0 {
 		m.table.cursor = i
 		m.table.clamp()
 		m.setStatus("", false)

@@ -309,19 +309,29 @@ func userName(users map[int]string, uid int) string {
 }
 
 // search returns the first row from start on (wrapping) whose ID, runtime,
-// pid, comm or argv contains q (lower case), or -1.
-func (t *table) search(q string, start int) int {
+// pid, comm or argv contains q (lower case), or -1. A collapsed sandbox
+// whose own row does not match is looked into: when one of its members
+// matches, search returns the sandbox's row and that member.
+func (t *table) search(q string, start int) (int, *model.Member) {
 	if q == "" || len(t.rows) == 0 {
-		return -1
+		return -1, nil
 	}
 	n := len(t.rows)
 	for k := 0; k < n; k++ {
 		i := (start + k) % n
-		if rowMatches(&t.rows[i], q) {
-			return i
+		r := &t.rows[i]
+		if rowMatches(r, q) {
+			return i, nil
+		}
+		if r.kind == rowSandbox && !r.open {
+			for _, mb := range r.sb.Members {
+				if strconv.Itoa(mb.PID) == q || query.MatchProcess(mb.Process, q) {
+					return i, mb
+				}
+			}
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 func rowMatches(r *row, q string) bool {
