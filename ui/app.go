@@ -90,6 +90,7 @@ type Model struct {
 	expanded   map[string]bool
 	tags       map[rowKey]bool
 	sort       sortKey
+	reverse    bool // the sort order inverted (htop's I)
 	tree       bool
 	showHost   bool
 	filterQ    string
@@ -211,6 +212,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.panel.tick(msg)
 	case tea.KeyMsg:
 		cmd = m.keyPress(msg)
+	case tea.MouseMsg:
+		m.mouse(msg)
 	}
 	m.layout()
 	return m, cmd
@@ -272,7 +275,7 @@ func (m *Model) rebuild() {
 		keep, had = r.key, true
 	}
 	rows := buildRows(rowsInput{
-		view: m.view, cpu: m.cpu, sort: m.sort, tree: m.tree, host: m.showHost,
+		view: m.view, cpu: m.cpu, sort: m.sort, reverse: m.reverse, tree: m.tree, host: m.showHost,
 		filter: m.flt, expanded: m.expanded,
 	})
 	m.shown = 0
@@ -281,6 +284,7 @@ func (m *Model) rebuild() {
 			m.shown++
 		}
 	}
+	m.table.sort, m.table.reverse = m.sort, m.reverse
 	m.table.setRows(rows, keep, had)
 }
 

@@ -93,7 +93,11 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Sort):
 		m.sort = (m.sort + 1) % numSortKeys
 		m.rebuild()
-		m.setStatus("sorted by "+m.sort.String(), false)
+		m.setStatus("sorted by "+m.sortName(), false)
+	case key.Matches(msg, k.Reverse):
+		m.reverse = !m.reverse
+		m.rebuild()
+		m.setStatus("sorted by "+m.sortName(), false)
 	case key.Matches(msg, k.Host):
 		m.showHost = !m.showHost
 		m.rebuild()
@@ -333,4 +337,11 @@ func (m *Model) setFilter(q string) {
 	}
 	m.filterQ, m.flt = q, flt
 	m.rebuild()
+}
+
+func (m *Model) sortName() string {
+	if m.reverse {
+		return m.sort.String() + ", reversed"
+	}
+	return m.sort.String()
 }

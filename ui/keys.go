@@ -19,6 +19,7 @@ type KeyMap struct {
 	Details            key.Binding
 	Search, Filter     key.Binding
 	Tree, Sort         key.Binding
+	Reverse            key.Binding
 	Host               key.Binding
 	Tag, Untag         key.Binding
 	Kill               key.Binding
@@ -50,6 +51,7 @@ func DefaultKeyMap() KeyMap {
 		Filter:      key.NewBinding(key.WithKeys("/", "f4"), key.WithHelp("/ F4", "filter")),
 		Tree:        key.NewBinding(key.WithKeys("f5", "t"), key.WithHelp("F5/t", "tree view")),
 		Sort:        key.NewBinding(key.WithKeys("s", "f6"), key.WithHelp("s F6", "sort")),
+		Reverse:     key.NewBinding(key.WithKeys("I"), key.WithHelp("I", "reverse sort")),
 		Host:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "host processes")),
 		Tag:         key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "tag")),
 		Untag:       key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "clear tags")),
@@ -106,7 +108,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host},
-		{k.Filter, k.Search, k.Sort, k.Refresh, k.Faster, k.Slower},
+		{k.Filter, k.Search, k.Sort, k.Reverse, k.Refresh, k.Faster, k.Slower},
 		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}
 }

@@ -118,7 +118,7 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out))
+	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out))
 	// A closed terminal (SIGHUP) ends the screen, not the process: the
 	// teardowns still running must finish and write their audit records.
 	hup := make(chan os.Signal, 1)
