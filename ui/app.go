@@ -7,6 +7,7 @@ package ui
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type Options struct {
 	ShowHost bool
 	// LookupUser names a uid (LookupUser when nil); called from a Cmd.
 	LookupUser func(uid int) string
+	// EUID is the effective uid to judge whose processes can be signalled
+	// (os.Geteuid() when 0; tests set it).
+	EUID int
 	// Styles (DefaultStyles when nil).
 	Styles *Styles
 }
@@ -73,6 +77,7 @@ type Model struct {
 	help   help.Model
 	grace  time.Duration
 	lookup func(int) string
+	euid   int // sandtop's effective uid: not root, others' processes refuse signals
 
 	width, height int
 
@@ -150,6 +155,7 @@ func New(o Options) *Model {
 		busy:     map[proc.Identity]int{},
 		interval: cmp.Or(o.Interval, DefaultInterval),
 		tick:     tickCmd,
+		euid:     cmp.Or(o.EUID, os.Geteuid()),
 	}
 	if m.lookup == nil {
 		m.lookup = LookupUser

@@ -107,7 +107,7 @@ func (m *Model) openConfirm(msg plansMsg) {
 		m.setStatus("nothing to tear down: "+strings.Join(msg.errs, "; "), true)
 		return
 	}
-	m.confirm = newConfirm(m.styles, msg, m.grace)
+	m.confirm = newConfirm(m.styles, msg, m.grace, m.euid)
 	m.mode = modeConfirm
 }
 
