@@ -124,8 +124,12 @@ type Model struct {
 
 	status    string
 	statusErr bool
-	quitArmed bool
-	stopRuns  bool // the operator quit asking to stop the running teardowns
+	// lastTeardown sums up the last closed teardown log; it stays on the
+	// status line until another one opens.
+	lastTeardown string
+	lastFailed   bool
+	quitArmed    bool
+	stopRuns     bool // the operator quit asking to stop the running teardowns
 }
 
 // New makes the root model.
@@ -445,14 +449,18 @@ func (m *Model) statusView() string {
 	case modeSearch:
 		return "search " + m.input.View()
 	}
-	if m.status == "" {
+	status, isErr := m.status, m.statusErr
+	if status == "" && !m.panel.open {
+		status, isErr = m.lastTeardown, m.lastFailed
+	}
+	if status == "" {
 		return ""
 	}
 	st := m.styles.Status
-	if m.statusErr {
+	if isErr {
 		st = m.styles.Error
 	}
-	return st.Render(ansi.Truncate(m.status, m.width, "…"))
+	return st.Render(ansi.Truncate(status, m.width, "…"))
 }
 
 // filterSyntax is the filter language's help, drawn under the full key

@@ -149,8 +149,12 @@ func (m *Model) panelKey(msg tea.KeyMsg) bool {
 func (m *Model) escape() {
 	switch {
 	case m.panel.open:
+		sum := m.panel.batch
 		if !m.panel.close() {
 			m.setStatus("a teardown is still running: its log stays until it ends", true)
+		} else if sum.targets > 0 {
+			// The log is gone; what it came to stays in sight.
+			m.lastTeardown, m.lastFailed = "last teardown: "+sum.String(), sum.survivors > 0 || sum.failed > 0
 		}
 	case m.showDetail:
 		m.showDetail = false

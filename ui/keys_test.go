@@ -65,3 +65,47 @@ func TestSearchLooksIntoCollapsedSandboxes(t *testing.T) {
 		t.Errorf("status %q", m.status)
 	}
 }
+
+// TestTeardownLogScrollsToItsStart: after a 3-target kill in a 45-row
+// window the log is longer than its pane; with the focus, g (and Home,
+// PgUp) reach the first target's plan, G the end, and the log ends with a
+// summary of the whole batch that stays on the status line after esc.
+func TestTeardownLogScrollsToItsStart(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{})
+	settle(m, size(120, 45), m.Init()())
+	tag(idVM0, idOrphan, idPaused)(t, m)
+	settle(m, keys("a", "e")...) // a long list, as on a real host: the table keeps its share
+	settle(m, keys("K")...)
+	settle(m, keys(append(spell("yes"), "enter")...)...)
+	if !m.panel.open || m.panel.running != 0 {
+		t.Fatalf("panel open %v, running %d", m.panel.open, m.panel.running)
+	}
+	if len(m.panel.lines) <= m.panel.vp.Height {
+		t.Fatalf("the log (%d lines) fits its pane (%d): nothing to scroll", len(m.panel.lines), m.panel.vp.Height)
+	}
+	last := m.panel.lines[len(m.panel.lines)-1]
+	if !strings.Contains(last, "finished: 3 targets:") || !strings.Contains(last, "killed") || !strings.Contains(last, "survivors") {
+		t.Errorf("the log ends with %q, want the batch summary", last)
+	}
+	for _, top := range []string{"g", "home", "pgup"} {
+		settle(m, keys("G")...)
+		for range 20 {
+			settle(m, keys(top)...)
+		}
+		if !m.panel.vp.AtTop() || !strings.Contains(m.View(), "▶ "+idVM0[:16]) {
+			t.Errorf("%s: the log's start is not in view (offset %d)", top, m.panel.vp.YOffset)
+		}
+	}
+	settle(m, keys("G")...)
+	if !m.panel.vp.AtBottom() {
+		t.Error("G: not at the end")
+	}
+	settle(m, keys("esc")...)
+	if m.panel.open || !strings.Contains(m.statusView(), "last teardown: 3 targets") {
+		t.Errorf("after esc: panel open %v, status %q", m.panel.open, m.statusView())
+	}
+	settle(m, keys("j")...)
+	if !strings.Contains(m.statusView(), "last teardown: 3 targets") {
+		t.Errorf("the summary left the status line at the next key: %q", m.statusView())
+	}
+}
