@@ -142,7 +142,7 @@ func TestKillFinishesWhateverHappensToItsOutput(t *testing.T) {
 				t.Fatalf("no audit record: %v", err)
 			}
 			var rec teardown.AuditRecord
-			if err := json.Unmarshal(b, &rec); err != nil || rec.Target != sb.ID || !rec.Totals.OK() {
+			if err := json.Unmarshal(b, &rec); err != nil || rec.ID != sb.ID || !rec.Totals.OK() {
 				t.Errorf("audit record %q (%v)", b, err)
 			}
 		})
@@ -208,7 +208,7 @@ func TestTUIFinishesTeardownWhenTerminalCloses(t *testing.T) {
 		t.Fatalf("no audit record: %v", err)
 	}
 	var rec teardown.AuditRecord
-	if err := json.Unmarshal(b, &rec); err != nil || rec.Target != sb.ID || !rec.Totals.OK() {
+	if err := json.Unmarshal(b, &rec); err != nil || rec.ID != sb.ID || !rec.Totals.OK() {
 		t.Errorf("audit record %q (%v)", b, err)
 	}
 }

@@ -66,7 +66,7 @@ func tmuxKey(k string) []string {
 	return []string{"-l", k}
 }
 
-// boundKeys lists every key of every binding but Quit's, by reflection, so
+// boundKeys lists every key of every binding but Quit's and ForceQuit's, by reflection, so
 // a binding added later is covered too.
 func boundKeys(t *testing.T) (keys, quit []string) {
 	t.Helper()
@@ -76,7 +76,7 @@ func boundKeys(t *testing.T) (keys, quit []string) {
 		if !ok {
 			continue
 		}
-		if km.Type().Field(i).Name == "Quit" {
+		if name := km.Type().Field(i).Name; name == "Quit" || name == "ForceQuit" {
 			quit = append(quit, b.Keys()...)
 		} else {
 			keys = append(keys, b.Keys()...)
