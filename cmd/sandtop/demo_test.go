@@ -43,7 +43,8 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			// A private tmux server, started by (and so re-parented to) this
 			// test, which is a child subreaper: whatever the demo strands
 			// comes back here to be reaped, not to a PID 1 that does not reap.
-			sock := "-L" + session
+			// Its socket is in the test's directory (-S): none outlives it.
+			sock := "-S" + filepath.Join(dir, "tmux")
 			tmux := func(args ...string) {
 				t.Helper()
 				if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {

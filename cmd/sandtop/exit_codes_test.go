@@ -151,7 +151,7 @@ func TestExitCodesLive(t *testing.T) {
 		dir := t.TempDir()
 		code := filepath.Join(dir, "code")
 		session := "sandtop-cancel-" + strconv.Itoa(os.Getpid())
-		sock := "-L" + session
+		sock := "-S" + filepath.Join(dir, "tmux") // gone with the test's directory
 		script := bin + " kill --audit-log " + filepath.Join(dir, "audit.jsonl") + " " + sb.ID + "; echo $? > " + code + "; sleep 60"
 		if out, err := exec.Command("tmux", sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", script).CombinedOutput(); err != nil {
 			t.Fatalf("tmux: %v\n%s", err, out)

@@ -168,7 +168,7 @@ func TestTUIFinishesTeardownWhenTerminalCloses(t *testing.T) {
 	dir := t.TempDir()
 	audit, pidFile := filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "pid")
 	session := "sandtop-hup-" + strconv.Itoa(os.Getpid())
-	sock := "-L" + session
+	sock := "-S" + filepath.Join(dir, "tmux") // gone with the test's directory
 	tmux := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {

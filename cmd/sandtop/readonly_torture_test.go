@@ -109,11 +109,12 @@ func TestTortureReadOnlyWatch(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "strace.out")
 	pidFile := filepath.Join(dir, "pid")
-	// A tmux server of our own (-L), so that nothing else's sessions are
-	// touched, and killed by name of that socket only.
-	sock := fmt.Sprintf("sandtop-torture-%d", os.Getpid())
+	// A tmux server of our own, on a socket in the test's temporary
+	// directory (-S), so that nothing else's sessions are touched and no
+	// socket outlives the test.
+	sock := filepath.Join(dir, "tmux")
 	tmux := func(args ...string) (string, error) {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	t.Cleanup(func() { _, _ = tmux("kill-server") })
