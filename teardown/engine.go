@@ -111,7 +111,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		denied:    map[proc.Identity]bool{},
 	}
 	defer r.close()
-	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%s; %s; %s", count(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())})
+	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%s; %s; %s", plural(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())})
 
 	r.pinMembers()
 	if p.Grace > 0 && ctx.Err() == nil {
@@ -163,7 +163,7 @@ func (r *run) event(ev Event) {
 }
 
 // fail emits a failed step for err, with its errno name and meaning.
-func (r *run) fail(step string, pid int, comm, sig string, err error) {
+func (r *run) fail(step Step, pid int, comm, sig string, err error) {
 	errno, human := Describe(err)
 	r.event(Event{Step: step, PID: pid, Comm: comm, Signal: sig, Status: Fail, Error: errno, Detail: human})
 }
@@ -192,9 +192,9 @@ func (r *run) pinMembers() {
 		r.add(pin)
 		pinned++
 	}
-	detail := fmt.Sprintf("%d of %s pinned by pidfd", pinned, count(len(r.p.Members), "process", "processes"))
+	detail := fmt.Sprintf("%d of %s pinned by pidfd", pinned, plural(len(r.p.Members), "process", "processes"))
 	if fallback {
-		detail = fmt.Sprintf("%d of %s pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, count(len(r.p.Members), "process", "processes"))
+		detail = fmt.Sprintf("%d of %s pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, plural(len(r.p.Members), "process", "processes"))
 	}
 	r.event(Event{Step: StepPin, Status: OK, Detail: detail})
 }
@@ -244,7 +244,7 @@ func (r *run) live() []*Pinned {
 
 // signal sends sig through a pin and reports the step. It returns false
 // when the process turned out to be gone already.
-func (r *run) signal(step string, p *Pinned, sig unix.Signal, quiet bool) {
+func (r *run) signal(step Step, p *Pinned, sig unix.Signal, quiet bool) {
 	if r.denied[p.ID] {
 		return // EPERM once is EPERM for every signal: reported already
 	}
@@ -308,7 +308,7 @@ func (r *run) graceful(ctx context.Context) {
 	took := r.e.now().Sub(waitStart).Round(time.Millisecond)
 	refused := ""
 	if n := len(all) - len(live); n > 0 {
-		refused = count(n, "process", "processes") + " refused SIGTERM with EPERM, not waited for; "
+		refused = plural(n, "process", "processes") + " refused SIGTERM with EPERM, not waited for; "
 	}
 	switch {
 	case left == 0 && refused == "":
@@ -321,7 +321,7 @@ func (r *run) graceful(ctx context.Context) {
 }
 
 // step reports a single-shot step from its error.
-func (r *run) step(step, okDetail string, err error) bool {
+func (r *run) step(step Step, okDetail string, err error) bool {
 	if err != nil {
 		r.fail(step, 0, "", "", err)
 		return false

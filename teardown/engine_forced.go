@@ -222,7 +222,7 @@ func (r *run) stopAndKill(ctx context.Context) {
 			stopped++
 		}
 	}
-	detail := fmt.Sprintf("%d of %s stopped in %s; %d born late and pinned", stopped, count(len(live), "process", "processes"), count(passes+1, "pass", "passes"), found)
+	detail := fmt.Sprintf("%d of %s stopped in %s; %d born late and pinned", stopped, plural(len(live), "process", "processes"), plural(passes+1, "pass", "passes"), found)
 	denied := 0
 	for _, p := range live {
 		if r.denied[p.ID] {
@@ -230,10 +230,10 @@ func (r *run) stopAndKill(ctx context.Context) {
 		}
 	}
 	if denied > 0 {
-		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", count(denied, "process", "processes"))
+		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", plural(denied, "process", "processes"))
 	}
 	if rest := len(live) - stopped - denied; rest > 0 {
-		detail += fmt.Sprintf("; %s in uninterruptible sleep or frozen", count(rest, "process", "processes"))
+		detail += fmt.Sprintf("; %s in uninterruptible sleep or frozen", plural(rest, "process", "processes"))
 	}
 	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: detail})
 	for _, p := range r.live() {

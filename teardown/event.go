@@ -8,20 +8,23 @@ import (
 	"time"
 )
 
-// Step names, in the order a teardown runs them.
+// Step names a step of a teardown.
+type Step string
+
+// The steps, in the order a teardown runs them.
 const (
-	StepPlan       = "plan"
-	StepPin        = "pin"
-	StepThaw       = "thaw"
-	StepTerm       = "term"
-	StepWait       = "wait"
-	StepFreeze     = "freeze"
-	StepStop       = "stop"
-	StepKill       = "kill"
-	StepCgroupKill = "cgroup-kill"
-	StepVerify     = "verify"
-	StepCleanup    = "cleanup"
-	StepDone       = "done"
+	StepPlan       Step = "plan"
+	StepPin        Step = "pin"
+	StepThaw       Step = "thaw"
+	StepTerm       Step = "term"
+	StepWait       Step = "wait"
+	StepFreeze     Step = "freeze"
+	StepStop       Step = "stop"
+	StepKill       Step = "kill"
+	StepCgroupKill Step = "cgroup-kill"
+	StepVerify     Step = "verify"
+	StepCleanup    Step = "cleanup"
+	StepDone       Step = "done"
 )
 
 // Status is a step's outcome.
@@ -38,7 +41,7 @@ const (
 type Event struct {
 	Time    time.Time `json:"time"`
 	Sandbox string    `json:"sandbox"`
-	Step    string    `json:"step"`
+	Step    Step      `json:"step"`
 	PID     int       `json:"pid,omitempty"`
 	Comm    string    `json:"comm,omitempty"`
 	Signal  string    `json:"signal,omitempty"`
@@ -84,14 +87,6 @@ type Survivor struct {
 
 // OK reports whether nothing of the target survived and no step failed.
 func (t *Totals) OK() bool { return len(t.Survivors) == 0 && t.Failed == 0 }
-
-// count spells n things: "1 process", "3 processes".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
 
 // Text is the event as one line without its status: the step name in a
 // column of its own, then the process the step acted on and the detail

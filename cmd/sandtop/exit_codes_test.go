@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -104,16 +105,12 @@ func TestExitCodesLive(t *testing.T) {
 		if err != nil {
 			t.Skip("no setpriv (util-linux)")
 		}
-		dir := t.TempDir()
-		// nobody runs a copy of this test binary and writes its audit log here.
-		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		bin := proctest.NobodyBinary(t)
+		// nobody writes its audit log beside the copy.
+		dir := filepath.Dir(bin)
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		bin := filepath.Join(dir, "sandtop.test")
-		copyFile(t, os.Args[0], bin, 0o755)
 		argv, _ := json.Marshal([]string{"kill", "--force", "--grace", "60s", "--audit-log", filepath.Join(dir, "audit.jsonl"), sb.ID})
 		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin)
 		cmd.Env = append(os.Environ(), envRunArgs+"="+string(argv))
