@@ -13,8 +13,15 @@ import (
 )
 
 // headerHeight is fixed, so the table does not jump when a warning comes
-// and goes.
+// and goes; a replay adds its time bar under it.
 const headerHeight = 2
+
+func (m *Model) headerHeight() int {
+	if m.bar != nil {
+		return headerHeight + 1
+	}
+	return headerHeight
+}
 
 // summary is what the header counts, computed once per refresh.
 type summary struct {
@@ -55,6 +62,7 @@ type headerState struct {
 	scanErr  error
 	held     bool // a confirmation holds the list still
 	tagged   int  // rows tagged for a kill
+	replay   bool // the view is a recorded one
 	// row is the cursor's row (from 1) of rows, for "row 40 of 1000".
 	row, rows int
 }
@@ -69,16 +77,29 @@ func (s *Styles) header(h headerState, width int) string {
 		drop int // 0: never dropped
 	}
 	parts := []part{{s.Title.Render("sandtop"), 0}}
+	mark := "READ-ONLY"
+	if h.replay {
+		mark = "REPLAY"
+	}
 	if h.readOnly {
 		if s.Plain {
-			parts = append(parts, part{"[READ-ONLY]", 0})
+			parts = append(parts, part{"[" + mark + "]", 0})
 		} else {
-			parts = append(parts, part{s.ReadOnly.Render("READ-ONLY"), 0})
+			parts = append(parts, part{s.ReadOnly.Render(mark), 0})
 		}
 	}
-	if h.view == nil {
+	when := func() string {
+		if h.replay {
+			return "recorded " + h.view.Time.Local().Format("15:04:05")
+		}
+		return h.view.Time.Format("15:04:05") + " every " + interval(h.interval)
+	}
+	switch {
+	case h.view == nil && h.replay:
+		parts = append(parts, part{s.HeaderFaint.Render("reading the recording…"), 0})
+	case h.view == nil:
 		parts = append(parts, part{s.HeaderFaint.Render("scanning…"), 0}, part{s.HeaderFaint.Render("every " + interval(h.interval)), 2})
-	} else {
+	default:
 		var badges []string
 		for _, b := range model.Badges {
 			badges = append(badges, s.Badge(b)+" "+s.HeaderText.Render(fmt.Sprint(h.sum.badges[b])))
@@ -91,7 +112,7 @@ func (s *Styles) header(h headerState, width int) string {
 		}
 		parts = append(parts,
 			part{s.HeaderFaint.Render(fmt.Sprintf("%s in them · %d on host", format.Count(h.sum.members, "process", "processes"), h.sum.procs)), 1},
-			part{s.HeaderFaint.Render(h.view.Time.Format("15:04:05") + " every " + interval(h.interval)), 2},
+			part{s.HeaderFaint.Render(when()), 2},
 			part{s.HeaderText.Render(format.Printable(h.view.Host)), 3})
 	}
 	for drop := 3; drop > 0; drop-- {
