@@ -42,7 +42,7 @@ func (o *tuiOpts) addViewFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.interval, "interval", ui.DefaultInterval, "time between refreshes (+ and - change it live)")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox, as one host group (key a)")
-	f.StringVar(&o.record, "record", "", "record every refresh to this file, as `sandtop record` does (replay it with `sandtop replay`)")
+	f.StringVar(&o.record, "record", "", "record every refresh to this file, as sandtop record does (replay it with sandtop replay)")
 }
 
 func newWatchCmd(g *globals) *cobra.Command {
