@@ -23,6 +23,12 @@ var floorC []byte
 
 // measureAll fills r, skipping (with a note) what cannot be measured here.
 func measureAll(ctx context.Context, r *report, o options) {
+	if o.onlyServe {
+		if err := measureServe(ctx, r, o); err != nil {
+			r.note("sandtop serve not measured: %v", err)
+		}
+		return
+	}
 	if err := measureCFloor(r, o.runs); err != nil {
 		r.note("C floor not measured: %v", err)
 	}
@@ -42,6 +48,11 @@ func measureAll(ctx context.Context, r *report, o options) {
 	}
 	if err := measureTUIs(ctx, r, o); err != nil {
 		r.note("htop/sandtop CPU not measured: %v", err)
+	}
+	if o.serveWindow > 0 && ctx.Err() == nil {
+		if err := measureServe(ctx, r, o); err != nil {
+			r.note("sandtop serve not measured: %v", err)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -146,6 +147,12 @@ func (e *Exporter) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		e.Refresh()
+		// A scan builds a new view while the last one is still live, and
+		// the heap grows to twice what stays live; a daemon that sleeps
+		// most of an interval gives that back now rather than holding it
+		// until the next scan (about half its RSS at 10,000 processes, for
+		// one collection per interval).
+		debug.FreeOSMemory()
 		select {
 		case <-ctx.Done():
 			return nil

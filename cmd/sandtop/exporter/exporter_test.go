@@ -21,7 +21,7 @@ var boot = time.Unix(1_700_000_000, 0)
 // box describes one sandbox of a fixed view.
 type box struct {
 	id, runtime, namespace string
-	badges      []model.Badge
+	badges                 []model.Badge
 	// start is the root's start, in seconds after boot.
 	start int
 	// procs members, each with cpu ticks and rss; zombies of them are zombies.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandtop/sandtop/model"
 )
 
 func get(t *testing.T, h http.Handler, method, path string, header ...string) *http.Response {
@@ -171,5 +173,33 @@ func TestNoTeardownDependency(t *testing.T) {
 		if strings.HasSuffix(d, "sandtop/teardown") || strings.HasSuffix(d, "sandtop/ui") {
 			t.Errorf("the exporter depends on %s", d)
 		}
+	}
+}
+
+// countingSource counts scans.
+type countingSource struct{ n int }
+
+func (c *countingSource) Scan() (*model.View, error) {
+	c.n++
+	return demoView(), nil
+}
+
+// A scrape reads the last view: however many scrapes and document reads
+// arrive, only the exporter's own loop scans.
+func TestScrapeNeverScans(t *testing.T) {
+	src := &countingSource{}
+	e, err := New(src, Options{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh()
+	h := e.Handler()
+	for range 10 {
+		for _, p := range Paths {
+			get(t, h, "GET", p)
+		}
+	}
+	if src.n != 1 {
+		t.Errorf("%d scans after 30 requests, want the 1 Refresh made", src.n)
 	}
 }

@@ -71,9 +71,9 @@ type runtimeCounts struct {
 
 type sandboxSample struct {
 	key, id, runtime, namespace string
-	badges                 []model.Badge
-	cpu                    float64
-	rss                    uint64
+	badges                      []model.Badge
+	cpu                         float64
+	rss                         uint64
 }
 
 func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
