@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -296,9 +297,10 @@ func countProcs() int {
 	return n
 }
 
-func median(ds []time.Duration) time.Duration {
+func median[T cmp.Ordered](ds []T) T {
 	if len(ds) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
