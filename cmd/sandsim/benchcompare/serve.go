@@ -221,6 +221,10 @@ func (c *serveCost) write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nsandtop serve --interval %s, scraped every %s for %s (%d scans):\n", c.interval, c.interval, c.window, c.scans)
 	fmt.Fprintf(w, "  CPU, average over the window        %.2f%% of a core   ≤ 1%% (%s)\n", 100*c.cpuShare, verdict(c.cpuShare <= 0.01))
+	if c.scans > 0 {
+		perScan := time.Duration(c.cpuShare * float64(c.window) / float64(c.scans))
+		fmt.Fprintf(w, "  CPU per scan (with its scrape)      %s\n", ms(perScan))
+	}
 	fmt.Fprintf(w, "  CPU until the first scan answered   %s\n", ms(c.coldCPU))
 	rssMid, rssMax := median(c.rss), slices.Max(c.rss)
 	fmt.Fprintf(w, "  RSS, median (max) of %d samples     %.1f MiB (%.1f), peak %.1f   ≤ 40 MiB (%s)\n",
