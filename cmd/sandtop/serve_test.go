@@ -534,7 +534,7 @@ func TestServePrometheus(t *testing.T) {
 	agree := func(what string, check func(fleetCounts) error) fleetCounts {
 		t.Helper()
 		var last string
-		deadline := time.Now().Add(45 * time.Second)
+		deadline := time.Now().Add(90 * time.Second)
 		for time.Now().Before(deadline) {
 			before := countsOf(listJSON(t))
 			time.Sleep(2500 * time.Millisecond)
