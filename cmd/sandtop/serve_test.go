@@ -26,6 +26,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/cmd/sandtop/config"
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // envServeChild carries the arguments of `sandtop serve` to the child test
@@ -172,7 +173,7 @@ func lookTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not installed (make test-deps installs it)", name)
+		proctest.SkipMissing(t, "%s not installed (make test-deps installs it)", name)
 	}
 	return p
 }
