@@ -104,6 +104,14 @@ func TestHandlerEndpoints(t *testing.T) {
 		if r := get(t, h, "HEAD", "/healthz"); r.StatusCode != 200 {
 			t.Errorf("HEAD /healthz: %d", r.StatusCode)
 		}
+		// Scans that take longer than the interval run back to back: a
+		// scan 5 s old is not late when scans take 3 s.
+		slow := demoView()
+		slow.Time = time.Now().Add(-5 * time.Second)
+		e.Observe(slow, nil, 3*time.Second)
+		if r := get(t, h, "GET", "/healthz"); r.StatusCode != 200 {
+			t.Errorf("/healthz 5 s after a 3 s scan (interval 1s): %d, want 200", r.StatusCode)
+		}
 		old := demoView()
 		old.Time = time.Now().Add(-time.Minute)
 		e.Observe(old, nil, 0)
