@@ -100,7 +100,7 @@ func ReadProcess(procRoot string, pid int) (*Process, error) {
 	}
 	kernel := isKernel(st, kthreadd)
 	ps := compactStat(&st)
-	sf, gone := newStaticReader().read(procRoot, &ps, kernel, mounts)
+	sf, gone := newStaticReader().read(procRoot, &ps, kernel, mounts, nil)
 	if gone {
 		return nil, fmt.Errorf("read pid %d: %w", pid, fs.ErrNotExist)
 	}
@@ -151,6 +151,8 @@ type static struct {
 	cgroup, freezer string
 	nspid           []int
 	partial         bool
+	// unread are the fields a lazy scan left unread.
+	unread Fields
 }
 
 // readCounts counts file reads by kind, for tests and benchmarks that prove
@@ -196,6 +198,7 @@ func fillProcess(p *Process, st *pidStat, sf *static, kernel bool, pageSize uint
 		NSpid:    sf.nspid,
 		Kernel:   kernel,
 		Partial:  sf.partial,
+		Unread:   sf.unread,
 	}
 }
 

@@ -33,7 +33,10 @@ resident memory, age and badges (orphan, zombie, paused).`,
   sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := g.view()
+			// The text table shows no exe, cwd or uid: the scan reads
+			// them only where a rule needs them. The JSON document
+			// carries every listed process's uid.
+			v, err := g.view(o.json)
 			if err != nil {
 				return err
 			}

@@ -105,25 +105,30 @@ func (g *globals) rules() (model.Rules, error) {
 	return rules, nil
 }
 
-func (g *globals) scanner() (*proc.Scanner, error) {
-	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
+// scanner opens a scanner. A non-nil need makes its scans lazy
+// (proc.Options.Need): commands whose output shows no exe, cwd or uid pass
+// their rules' Needs and skip those reads wherever no rule depends on them.
+func (g *globals) scanner(need func(*proc.Process) proc.Fields) (*proc.Scanner, error) {
+	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Need: need})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", g.procRoot, err)
 	}
 	return s, nil
 }
 
-// view scans once and groups the result.
-func (g *globals) view() (*model.View, error) {
+// view scans once and groups the result. full reads every field of every
+// process (for output that shows uids); otherwise the scan reads only what
+// the rules need.
+func (g *globals) view(full bool) (*model.View, error) {
 	rules, err := g.rules()
 	if err != nil {
 		return nil, err
 	}
-	return g.viewWith(rules)
-}
-
-func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
-	s, err := g.scanner()
+	need := rules.Needs
+	if full {
+		need = nil
+	}
+	s, err := g.scanner(need)
 	if err != nil {
 		return nil, err
 	}

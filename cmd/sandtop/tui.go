@@ -101,7 +101,10 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
 	if err != nil {
 		return err
 	}
-	sc, err := g.scanner()
+	// A full read: the table shows every row's user, and the detail pane
+	// a process's exe and cwd. A refresh reads them only for processes
+	// born since the last one.
+	sc, err := g.scanner(nil)
 	if err != nil {
 		return err
 	}
