@@ -16,6 +16,10 @@ const (
 	BadgePaused Badge = "paused"
 )
 
+// Badges lists every badge, in display order: the header counts them, the
+// filter language accepts them, and nothing else keeps a copy. Read-only.
+var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused}
+
 // Via says why a process is in a sandbox (attribution rules 1–4).
 type Via uint8
 

@@ -31,15 +31,16 @@ func sampleUsage(t *testing.T) usage {
 }
 
 // TestTortureWatchResources watches a churning fleet the way the live
-// screen does (ui.ScanSource: one proc.Scanner and one model.Builder fed
-// its previous view, refreshed in a loop) for TORTURE_WATCH, sampling RSS,
-// heap, open descriptors and goroutines. After a warm-up, descriptors and
-// goroutines must not grow at all and memory only within a bound: a scan
-// that leaks one descriptor or one goroutine per refresh would show
-// thousands. (The teardown package cannot import ui, which imports it, so
-// the loop is ScanSource's three lines.) The scanner holds a descriptor
-// per live process on purpose, so descriptors are measured above that
-// allowance, and must all be back once the scanner is closed.
+// screen does (cmd/sandtop's scanSource: one proc.Scanner and one
+// model.Builder fed its previous view, refreshed in a loop) for
+// TORTURE_WATCH, sampling RSS, heap, open descriptors and goroutines.
+// After a warm-up, descriptors and goroutines must not grow at all and
+// memory only within a bound: a scan that leaks one descriptor or one
+// goroutine per refresh would show thousands. (The teardown package cannot
+// import the command that wires it, so the loop is scanSource's three
+// lines.) The scanner holds a descriptor per live process on purpose, so
+// descriptors are measured above that allowance, and must all be back
+// once the scanner is closed.
 func TestTortureWatchResources(t *testing.T) {
 	dur := envDuration(t, "TORTURE_WATCH", defaultWatch)
 	// Fork loops in four runtimes' shapes, a paused and an orphaned

@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/ui/format"
 )
@@ -45,8 +46,6 @@ type Options struct {
 	// Grace is the graceful strategy's wait after SIGTERM; 0 starts every
 	// confirmation on immediate SIGKILL.
 	Grace time.Duration
-	// AuditPath is where each teardown is appended as a JSON line.
-	AuditPath string
 	// ShowHost starts with the host group (processes in no sandbox) shown.
 	ShowHost bool
 	// LookupUser names a uid (LookupUser when nil); called from a Cmd.
@@ -67,14 +66,13 @@ const (
 // Model is the root model: it routes messages to the parts of the screen
 // and owns the modes (normal, filter, search, confirm) and the refresh loop.
 type Model struct {
-	src       Source
-	killer    Killer
-	keys      KeyMap
-	styles    *Styles
-	help      help.Model
-	grace     time.Duration
-	auditPath string
-	lookup    func(int) string
+	src    Source
+	killer Killer
+	keys   KeyMap
+	styles *Styles
+	help   help.Model
+	grace  time.Duration
+	lookup func(int) string
 
 	width, height int
 
@@ -95,8 +93,9 @@ type Model struct {
 	tree       bool
 	showHost   bool
 	filterQ    string
-	flt        filter
-	shown      int // sandboxes that pass the filter
+	flt        query.Query
+	fltErr     error // the filter line does not parse; flt is the last that did
+	shown      int   // sandboxes that pass the filter
 
 	mode    mode
 	input   textinput.Model // the filter or search line
@@ -128,27 +127,26 @@ func New(o Options) *Model {
 		s = DefaultStyles()
 	}
 	m := &Model{
-		src:       o.Source,
-		killer:    o.Killer,
-		keys:      DefaultKeyMap(),
-		styles:    s,
-		help:      help.New(),
-		grace:     o.Grace,
-		auditPath: o.AuditPath,
-		lookup:    o.LookupUser,
-		cpu:       &cpuSampler{},
-		table:     table{styles: s},
-		detail:    detail{styles: s},
-		expanded:  map[string]bool{},
-		tags:      map[rowKey]bool{},
-		tree:      true,
-		showHost:  o.ShowHost,
-		panel:     newTeardownPanel(s),
-		runs:      newRuns(),
-		batches:   map[int]*batch{},
-		busy:      map[proc.Identity]int{},
-		interval:  cmp.Or(o.Interval, DefaultInterval),
-		tick:      tickCmd,
+		src:      o.Source,
+		killer:   o.Killer,
+		keys:     DefaultKeyMap(),
+		styles:   s,
+		help:     help.New(),
+		grace:    o.Grace,
+		lookup:   o.LookupUser,
+		cpu:      &cpuSampler{},
+		table:    table{styles: s},
+		detail:   detail{styles: s},
+		expanded: map[string]bool{},
+		tags:     map[rowKey]bool{},
+		tree:     true,
+		showHost: o.ShowHost,
+		panel:    newTeardownPanel(s),
+		runs:     newRuns(),
+		batches:  map[int]*batch{},
+		busy:     map[proc.Identity]int{},
+		interval: cmp.Or(o.Interval, DefaultInterval),
+		tick:     tickCmd,
 	}
 	if m.lookup == nil {
 		m.lookup = LookupUser
@@ -342,8 +340,15 @@ func (m *Model) helpView() string {
 		v = m.help.ShortHelpView(m.confirm.keys.ShortHelp())
 	case m.mode == modeFilter || m.mode == modeSearch:
 		v = m.help.ShortHelpView(newInputKeys(m.mode == modeSearch).ShortHelp())
+		if m.mode == modeFilter && m.fltErr != nil {
+			v = m.styles.Error.Render(m.fltErr.Error()) + "\n" + v
+		} else if m.mode == modeFilter {
+			v = m.filterSyntaxLine() + "\n" + v
+		}
 	case m.panel.open && m.panel.focused:
 		v = m.help.ShortHelpView(panelKeys{KeyMap: m.keys, running: m.panel.running > 0}.ShortHelp())
+	case m.help.ShowAll:
+		v = m.help.View(m.keys) + "\n" + m.filterSyntax()
 	default:
 		v = m.help.View(m.keys)
 	}
@@ -432,4 +437,36 @@ func (m *Model) statusView() string {
 		st = m.styles.Error
 	}
 	return st.Render(ansi.Truncate(m.status, m.width, "…"))
+}
+
+// filterSyntax is the filter language's help, drawn under the full key
+// help as help.Model draws a column: key faint-accented, words faint.
+func (m *Model) filterSyntax() string {
+	h := m.styles.Help
+	sep := h.FullSeparator.Render(" • ")
+	lines := []string{m.styles.HeaderFaint.Render("filter terms (/ or F4; all must hold):")}
+	cur := ""
+	for _, l := range query.Syntax {
+		item := h.FullKey.Render(l[0]) + " " + h.FullDesc.Render(l[1])
+		switch {
+		case cur == "":
+			cur = item
+		case ansi.StringWidth(cur+sep+item) <= m.width:
+			cur += sep + item
+		default:
+			lines = append(lines, cur)
+			cur = item
+		}
+	}
+	return strings.Join(append(lines, cur), "\n")
+}
+
+// filterSyntaxLine is the short reminder under the filter prompt.
+func (m *Model) filterSyntaxLine() string {
+	h := m.styles.Help
+	var items []string
+	for _, l := range query.Syntax {
+		items = append(items, h.ShortKey.Render(l[0]))
+	}
+	return h.ShortDesc.Render("terms: ") + strings.Join(items, h.ShortSeparator.Render(" "))
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/sandtop/sandtop/model/query"
 )
 
 // intervals are the steps `+` and `-` move through.
@@ -262,6 +264,8 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case msg.String() == "ctrl+c":
 		return m.quit()
+	case !search && key.Matches(msg, ik.Accept) && m.fltErr != nil:
+		return nil // the error under the prompt says what to fix
 	case key.Matches(msg, ik.Accept):
 		m.mode = modeNormal
 		m.input.Blur()
@@ -271,6 +275,7 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 		m.input.Blur()
 		if !search {
 			m.setFilter("")
+			m.fltErr = nil
 		}
 		return nil
 	case search && key.Matches(msg, ik.Next):
@@ -303,8 +308,16 @@ func (m *Model) jump(start int) {
 	}
 }
 
+// setFilter applies a filter line. A line that does not parse keeps the
+// last one that did and says why under the prompt: half-typed "badge:"
+// must not blank the list, and nonsense must not pass for "no match".
 func (m *Model) setFilter(q string) {
-	m.filterQ = strings.TrimSpace(q)
-	m.flt = parseFilter(m.filterQ)
+	q = strings.TrimSpace(q)
+	flt, err := query.Parse(q)
+	m.fltErr = err
+	if err != nil {
+		return
+	}
+	m.filterQ, m.flt = q, flt
 	m.rebuild()
 }

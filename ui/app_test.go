@@ -116,7 +116,7 @@ func TestProgramKillStreams(t *testing.T) {
 	if got := k.runs(); len(got) != 1 || got[0] != idOrphan {
 		t.Errorf("killer ran %v, want one teardown of %s", got, idOrphan)
 	}
-	recs := auditRecords(t, fm.auditPath)
+	recs := auditRecords(t, k.audit)
 	if len(recs) != 1 || recs[0].Target != idOrphan || recs[0].Via != "tui" {
 		t.Errorf("audit records %+v", recs)
 	}

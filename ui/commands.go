@@ -127,9 +127,9 @@ type batch struct {
 }
 
 // runBatchCmd runs the plans one after the other in its own goroutine, as
-// bubbletea's examples/realtime does, streaming every event into b.ch,
-// and appends one audit record per plan as soon as it finishes.
-func runBatchCmd(r *runs, k Killer, b *batch, auditPath string) tea.Cmd {
+// bubbletea's examples/realtime does, streaming every event into b.ch; the
+// Killer appends each plan's audit record before its Run returns.
+func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
 	return func() tea.Msg {
 		defer close(b.ch)
 		if !r.enter() {
@@ -143,12 +143,8 @@ func runBatchCmd(r *runs, k Killer, b *batch, auditPath string) tea.Cmd {
 			}
 		}
 		for _, p := range b.plans {
-			totals := k.Run(r.ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
-			done := teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: totals, audit: auditPath}
-			if auditPath != "" {
-				done.auditErr = teardown.AppendAudit(auditPath, teardown.NewAuditRecord("tui", p, totals))
-			}
-			send(done)
+			o := k.Run(r.ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
+			send(teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: o.Totals, audit: o.Audit, auditErr: o.AuditErr})
 		}
 		return nil
 	}

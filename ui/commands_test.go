@@ -52,11 +52,11 @@ func auditRecords(t *testing.T, path string) []teardown.AuditRecord {
 // channel as the UI does: every event arrives in order, each plan ends
 // with a done message, and the audit log holds one record per plan.
 func TestRunBatchStreamsAndAudits(t *testing.T) {
-	k := &fakeKiller{}
-	r := newRuns()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	k := &fakeKiller{audit: audit}
+	r := newRuns()
 	b := &batch{id: 1, plans: plansFor(t, k, idOrphan, idPaused), ch: make(chan tea.Msg)}
-	go runBatchCmd(r, k, b, audit)()
+	go runBatchCmd(r, k, b)()
 
 	var steps []string
 	var done []string
@@ -66,8 +66,8 @@ func TestRunBatchStreamsAndAudits(t *testing.T) {
 		case teardownEventMsg:
 			steps = append(steps, msg.ev.Sandbox+" "+msg.ev.Step)
 		case teardownPlanDoneMsg:
-			if msg.auditErr != nil {
-				t.Errorf("audit: %v", msg.auditErr)
+			if msg.auditErr != nil || msg.audit != audit {
+				t.Errorf("audit %q: %v", msg.audit, msg.auditErr)
 			}
 			done = append(done, msg.target)
 		case teardownBatchDoneMsg:
@@ -95,11 +95,11 @@ func TestRunBatchStreamsAndAudits(t *testing.T) {
 // shutdown cancels it and returns only once its audit record is written.
 // A batch whose command only starts after the shutdown never runs.
 func TestShutdownWaitsForAudit(t *testing.T) {
-	k := &fakeKiller{release: make(chan struct{})}
-	r := newRuns()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	k := &fakeKiller{release: make(chan struct{}), audit: audit}
+	r := newRuns()
 	b := &batch{id: 1, plans: plansFor(t, k, idOrphan), ch: make(chan tea.Msg, 64)}
-	go runBatchCmd(r, k, b, audit)()
+	go runBatchCmd(r, k, b)()
 	// Wait for the pin event: the run is now parked on release.
 	for msg := range b.ch {
 		if ev, ok := msg.(teardownEventMsg); ok && ev.ev.Step == teardown.StepPin {
@@ -118,7 +118,7 @@ func TestShutdownWaitsForAudit(t *testing.T) {
 	}
 
 	late := &batch{id: 2, plans: plansFor(t, k, idPaused), ch: make(chan tea.Msg, 64)}
-	runBatchCmd(r, k, late, audit)()
+	runBatchCmd(r, k, late)()
 	if got := k.runs(); !slices.Equal(got, []string{idOrphan}) {
 		t.Errorf("runs after shutdown: %v", got)
 	}

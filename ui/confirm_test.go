@@ -2,6 +2,7 @@ package ui
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,7 +154,7 @@ func TestSecondTeardownRefused(t *testing.T) {
 			if m.mode == modeConfirm {
 				t.Fatalf("a busy target opened a confirmation")
 			}
-			if want := "already being torn down"; !contains(m.status, want) {
+			if want := "already being torn down"; !strings.Contains(m.status, want) {
 				t.Errorf("status %q, want it to say %q", m.status, want)
 			}
 		})

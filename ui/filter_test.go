@@ -2,29 +2,11 @@ package ui
 
 import (
 	"slices"
+	"strings"
 	"testing"
-)
 
-func TestParseFilter(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []term
-	}{
-		{"", nil},
-		{"  NGINX  ", []term{{value: "nginx"}}},
-		{"badge:orphan runtime:VM0", []term{{field: "badge", value: "orphan"}, {field: "runtime", value: "vm0"}}},
-		{"!badge:paused", []term{{field: "badge", value: "paused", not: true}}},
-		{"foo:bar", []term{{value: "foo:bar"}}},
-		{"!", []term{{value: "!"}}},
-		{"pid:401 id:dead", []term{{field: "pid", value: "401"}, {field: "id", value: "dead"}}},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			if got := parseFilter(tc.in).terms; !slices.Equal(got, tc.want) {
-				t.Errorf("parseFilter(%q) = %+v, want %+v", tc.in, got, tc.want)
-			}
-		})
-	}
-}
+	"github.com/sandtop/sandtop/model/query"
+)
 
 // TestFilterSandboxes runs filters over the fixture fleet and lists the
 // sandboxes (and host processes) that pass.
@@ -44,22 +26,26 @@ func TestFilterSandboxes(t *testing.T) {
 		{"NGINX", []string{idShim}, nil},                       // a member's argv, any case
 		{"vsock-proxy --port", []string{idVM0, idOrphan}, nil}, // every term must hold
 		{"id:c0ffee", []string{idShim}, nil},
+		{"unreadable", nil, nil},
 		{"pid:401", []string{idPaused}, nil},
 		{"sh", []string{idVM0, idShim, idPaused}, []int{500, 501}}, // zombie comm "sh", "-id", "/usr/sbin/sshd", "-bash"
 		{"vim", nil, []int{502}},
 		{"nothing-matches-this", nil, nil},
 	} {
 		t.Run(tc.q, func(t *testing.T) {
-			f := parseFilter(tc.q)
+			f, err := query.Parse(tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var sbs []string
 			for _, sb := range v.Sandboxes {
-				if f.sandbox(sb) {
+				if f.Sandbox(sb) {
 					sbs = append(sbs, sb.ID)
 				}
 			}
 			var host []int
 			for _, p := range v.Unattributed {
-				if f.process(p) {
+				if f.Process(p) {
 					host = append(host, p.PID)
 				}
 			}
@@ -103,5 +89,44 @@ func TestFilterLive(t *testing.T) {
 	settle(m, keys("/", "esc")...)
 	if m.filterQ != "" || count() != 4 {
 		t.Errorf("esc: filter %q, %d rows; want it cleared", m.filterQ, count())
+	}
+}
+
+// TestFilterErrorUnderPrompt types nonsense: the error names the valid
+// keys or badges under the prompt, the list keeps the last filter that
+// parsed (a half-typed "badge:" must not blank it), and enter does not
+// accept it.
+func TestFilterErrorUnderPrompt(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{})
+	settle(m, size(120, 30), m.Init()())
+	for _, tc := range []struct{ typed, want string }{
+		{"foo:bar", "the keys are id:, badge:, runtime:, pid:"},
+		{"badge:bogus", "badge: takes orphan, zombie, paused"},
+		{"badge:", "badge: needs a value"},
+	} {
+		t.Run(tc.typed, func(t *testing.T) {
+			settle(m, keys("/")...)
+			settle(m, typeText(tc.typed)...)
+			if !strings.Contains(m.View(), tc.want) {
+				t.Errorf("screen does not say %q:\n%s", tc.want, m.View())
+			}
+			if m.filterQ == tc.typed {
+				t.Errorf("the filter %q was applied", tc.typed)
+			}
+			settle(m, keys("enter")...)
+			if m.mode != modeFilter {
+				t.Errorf("enter accepted %q", tc.typed)
+			}
+			settle(m, keys("esc")...)
+			if m.mode != modeNormal || m.filterQ != "" || m.fltErr != nil {
+				t.Errorf("esc: mode %v filter %q err %v", m.mode, m.filterQ, m.fltErr)
+			}
+		})
+	}
+	settle(m, keys("?")...)
+	for _, l := range query.Syntax {
+		if !strings.Contains(m.View(), l[0]) {
+			t.Errorf("? help does not show the filter term %q", l[0])
+		}
 	}
 }

@@ -200,13 +200,15 @@ func (s *fakeSource) push(v *model.View) {
 }
 
 // fakeKiller plans with the real planner and runs a scripted teardown: it
-// emits the plan's steps and reports every member killed. release, when
-// set, holds Run until it is closed.
+// emits the plan's steps and reports every member killed, then appends the
+// audit record to audit as the real Killer does. release, when set, holds
+// Run until it is closed.
 type fakeKiller struct {
 	mu      sync.Mutex
 	planned []Target
 	ran     []string
 	release chan struct{}
+	audit   string
 }
 
 func (k *fakeKiller) Plan(v *model.View, t Target, grace time.Duration) (*teardown.Plan, error) {
@@ -224,7 +226,7 @@ func (k *fakeKiller) Plan(v *model.View, t Target, grace time.Duration) (*teardo
 	return teardown.PlanSubtree(v, t.Process.PID, o)
 }
 
-func (k *fakeKiller) Run(ctx context.Context, p *teardown.Plan, emit func(teardown.Event)) teardown.Totals {
+func (k *fakeKiller) Run(ctx context.Context, p *teardown.Plan, emit func(teardown.Event)) Outcome {
 	k.mu.Lock()
 	k.ran = append(k.ran, p.Target)
 	release := k.release
@@ -253,7 +255,11 @@ func (k *fakeKiller) Run(ctx context.Context, p *teardown.Plan, emit func(teardo
 	}
 	ev(teardown.StepVerify, teardown.OK, 0, "", "nothing remains")
 	ev(teardown.StepDone, teardown.OK, 0, "", "done")
-	return t
+	o := Outcome{Totals: t, Audit: k.audit}
+	if k.audit != "" {
+		o.AuditErr = teardown.AppendAudit(k.audit, teardown.NewAuditRecord("tui", p, t))
+	}
+	return o
 }
 
 func (k *fakeKiller) runs() []string {
@@ -270,9 +276,9 @@ func (k failKiller) Plan(*model.View, Target, time.Duration) (*teardown.Plan, er
 	return nil, os.ErrPermission
 }
 
-func (k failKiller) Run(context.Context, *teardown.Plan, func(teardown.Event)) teardown.Totals {
+func (k failKiller) Run(context.Context, *teardown.Plan, func(teardown.Event)) Outcome {
 	k.t.Errorf("read-only TUI reached Killer.Run")
-	return teardown.Totals{}
+	return Outcome{}
 }
 
 // newTestModel makes a model on fixture views with a 1 h interval, so
@@ -280,8 +286,8 @@ func (k failKiller) Run(context.Context, *teardown.Plan, func(teardown.Event)) t
 func newTestModel(t testing.TB, src Source, k Killer, mut ...func(*Options)) *Model {
 	t.Helper()
 	o := Options{Source: src, Killer: k, Interval: time.Hour, Grace: 5 * time.Second, LookupUser: testLookup}
-	if k != nil {
-		o.AuditPath = t.TempDir() + "/audit.jsonl"
+	if fk, ok := k.(*fakeKiller); ok && fk.audit == "" {
+		fk.audit = t.TempDir() + "/audit.jsonl"
 	}
 	for _, f := range mut {
 		f(&o)

@@ -68,18 +68,18 @@ func TestViewGolden(t *testing.T) {
 			if views == nil {
 				views = fleetViews(2)
 			}
-			var k Killer = &fakeKiller{}
+			// The teardown log prints the audit path: a relative one, in a
+			// scratch directory, reads the same on every run.
+			var k Killer = &fakeKiller{audit: "audit.jsonl"}
 			if tc.readOnly {
 				k = nil
 			}
-			// The teardown log prints the audit path: a relative one, in a
-			// scratch directory, reads the same on every run.
 			pkg, err := os.Getwd()
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Chdir(t.TempDir())
-			m := newTestModel(t, &fakeSource{views: views}, k, func(o *Options) { o.AuditPath = "audit.jsonl" })
+			m := newTestModel(t, &fakeSource{views: views}, k)
 			settle(m, size(tc.w, tc.h), m.Init()())
 			if len(views) > 1 {
 				settle(m, keys("r")...) // a second scan, so CPU% is known

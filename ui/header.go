@@ -75,7 +75,7 @@ func (s *Styles) header(h headerState, width int) string {
 			s.HeaderText.Render(fmt.Sprintf("%s · %d processes in them · %d on host",
 				plural(h.sum.sandboxes, "sandbox", "sandboxes"), h.sum.members, h.sum.procs)))
 		var badges []string
-		for _, b := range []model.Badge{model.BadgeOrphan, model.BadgeZombie, model.BadgePaused} {
+		for _, b := range model.Badges {
 			badges = append(badges, s.Badge(b)+" "+s.HeaderText.Render(fmt.Sprint(h.sum.badges[b])))
 		}
 		top = append(top, strings.Join(badges, " "))

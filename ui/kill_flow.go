@@ -176,7 +176,7 @@ func (m *Model) startBatch(plans []*teardown.Plan) tea.Cmd {
 			}
 		}
 	}
-	return tea.Batch(m.panel.begin(plans), runBatchCmd(m.runs, m.killer, b, m.auditPath), waitBatchCmd(b))
+	return tea.Batch(m.panel.begin(plans), runBatchCmd(m.runs, m.killer, b), waitBatchCmd(b))
 }
 
 func (m *Model) rearm(id int) tea.Cmd {

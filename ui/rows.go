@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/ui/format"
 )
@@ -84,7 +85,7 @@ type rowsInput struct {
 	sort     sortKey
 	tree     bool
 	host     bool
-	filter   filter
+	filter   query.Query
 	expanded map[string]bool
 }
 
@@ -108,7 +109,7 @@ func buildRows(in rowsInput) []row {
 	groups := make([]group, 0, len(v.Sandboxes))
 	total := 0
 	for _, sb := range v.Sandboxes {
-		if !in.filter.empty() && !in.filter.sandbox(sb) {
+		if !in.filter.Empty() && !in.filter.Sandbox(sb) {
 			continue
 		}
 		g := group{sb: sb, st: stats{procs: len(sb.Members), start: sb.Root.Start}}
@@ -159,7 +160,7 @@ func appendHost(rows []row, in rowsInput) []row {
 	var procs []*proc.Process
 	st := &stats{}
 	for _, p := range in.view.Unattributed {
-		if !in.filter.empty() && !in.filter.process(p) {
+		if !in.filter.Empty() && !in.filter.Process(p) {
 			continue
 		}
 		procs = append(procs, p)
@@ -167,7 +168,7 @@ func appendHost(rows []row, in rowsInput) []row {
 		st.cpu += in.cpu.of(p)
 		st.rss += p.RSS
 	}
-	if len(procs) == 0 && !in.filter.empty() {
+	if len(procs) == 0 && !in.filter.Empty() {
 		return rows
 	}
 	open := in.expanded[hostGroup]

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/ui/format"
 )
 
@@ -326,9 +327,14 @@ func (t *table) search(q string, start int) int {
 func rowMatches(r *row, q string) bool {
 	switch r.kind {
 	case rowSandbox:
-		return contains(r.sb.ID, q) || contains(r.sb.Runtime, q)
+		return containsFold(r.sb.ID, q) || containsFold(r.sb.Runtime, q)
 	case rowHost:
-		return contains("(host)", q)
+		return containsFold("(host)", q)
 	}
-	return strconv.Itoa(r.p.PID) == q || term{value: q}.matchProcess(r.p)
+	return strconv.Itoa(r.p.PID) == q || query.MatchProcess(r.p, q)
+}
+
+// containsFold is a case-insensitive substring test; sub is lower case.
+func containsFold(s, sub string) bool {
+	return len(sub) <= len(s) && strings.Contains(strings.ToLower(s), sub)
 }

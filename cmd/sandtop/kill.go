@@ -20,7 +20,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/teardown"
-	"github.com/sandtop/sandtop/ui"
+	"github.com/sandtop/sandtop/ui/theme"
 )
 
 type killOpts struct {
@@ -121,7 +121,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	if auditPath == "" {
 		auditPath = teardown.DefaultAuditPath()
 	}
-	emit := lineEmitter(out, ui.NewStyles(lipgloss.NewRenderer(out)))
+	emit := lineEmitter(out, theme.New(lipgloss.NewRenderer(out)))
 	if o.json {
 		enc := json.NewEncoder(out)
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
@@ -189,7 +189,7 @@ func confirm(in io.Reader, out io.Writer, plans []*teardown.Plan) bool {
 
 // lineEmitter prints one line per event, as the vm0 runner's kill does:
 // "[OK]   term        1234 firecracker", "[FAIL] kill        99: EPERM (needs root)".
-func lineEmitter(w io.Writer, st *ui.Styles) func(teardown.Event) {
+func lineEmitter(w io.Writer, st *theme.Theme) func(teardown.Event) {
 	return func(ev teardown.Event) {
 		pad := strings.Repeat(" ", max(0, 6-len(ev.Status)-2))
 		fmt.Fprintln(w, st.Step(ev.Status)+pad+" "+ev.Text())

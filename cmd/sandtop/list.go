@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/model"
-	"github.com/sandtop/sandtop/ui"
 	"github.com/sandtop/sandtop/ui/format"
+	"github.com/sandtop/sandtop/ui/theme"
 )
 
 type listOpts struct {
@@ -46,7 +46,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(v.Document(o.all))
 			}
-			writeList(out, ui.NewStyles(lipgloss.NewRenderer(out)), v, o)
+			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil
 		},
 	}
@@ -57,7 +57,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	return cmd
 }
 
-func writeList(w io.Writer, st *ui.Styles, v *model.View, o *listOpts) {
+func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 	r := st.Renderer()
 	ids := make([]string, len(v.Sandboxes))
 	for i, sb := range v.Sandboxes {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/query"
 )
 
 // readmeCommands returns the command lines of README.md's ```sh blocks,
@@ -195,4 +197,25 @@ func homeGrownRule(t *testing.T) string {
 		t.Fatal("no toml block after the home-grown runtime heading")
 	}
 	return s[start+8 : start+8+end]
+}
+
+// TestReadmeFilterTerms checks that README's filter table shows every term
+// the filter language has, with the same words as the `?` help.
+func TestReadmeFilterTerms(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range query.Syntax {
+		if row := "| `" + l[0] + "` |"; !strings.Contains(string(b), row) {
+			t.Errorf("README's filter table has no row %q", row)
+		}
+	}
+	_, row, _ := strings.Cut(string(b), "| `badge:NAME` |")
+	row, _, _ = strings.Cut(row, "\n")
+	for _, bd := range model.Badges {
+		if !strings.Contains(row, string(bd)) {
+			t.Errorf("README's badge: row does not name badge %q: %q", bd, row)
+		}
+	}
 }

@@ -63,7 +63,7 @@ hosts where looking is all you mean to do, or to hand the screen to someone.`,
 // at all, not an engine nobody calls.
 func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui.Options, error) {
 	opts := ui.Options{
-		Source:   ui.NewScanSource(sc, rules),
+		Source:   newScanSource(sc, rules),
 		ReadOnly: o.readOnly,
 		Interval: o.interval,
 		Grace:    o.grace,
@@ -78,11 +78,11 @@ func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui
 	if err != nil {
 		return ui.Options{}, err
 	}
-	opts.Killer = ui.NewEngineKiller(eng, teardown.DefaultDeadline)
-	opts.AuditPath = o.audit
-	if opts.AuditPath == "" {
-		opts.AuditPath = teardown.DefaultAuditPath()
+	audit := o.audit
+	if audit == "" {
+		audit = teardown.DefaultAuditPath()
 	}
+	opts.Killer = newEngineKiller(eng, teardown.DefaultDeadline, audit)
 	return opts, nil
 }
 

@@ -96,8 +96,8 @@ func TestTUIReadOnlyBuildsNoEngine(t *testing.T) {
 			if (opts.Killer == nil) != tc.readOnly {
 				t.Errorf("Killer = %v with read-only %v", opts.Killer, tc.readOnly)
 			}
-			if (opts.AuditPath == "") != tc.readOnly {
-				t.Errorf("AuditPath = %q with read-only %v", opts.AuditPath, tc.readOnly)
+			if k, _ := opts.Killer.(*engineKiller); !tc.readOnly && (k == nil || k.audit == "") {
+				t.Errorf("Killer = %+v: no audit log with read-only %v", opts.Killer, tc.readOnly)
 			}
 			if got := ui.New(opts).ReadOnly(); got != tc.readOnly {
 				t.Errorf("ui.New(...).ReadOnly() = %v, want %v", got, tc.readOnly)
