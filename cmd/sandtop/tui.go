@@ -119,7 +119,7 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
+	_, err = ui.RunProgram(cmd.Context(), m, in, out)
 	// Teardowns still running were cancelled by the quit; wait until each
 	// has thawed what it froze and written its audit record.
 	m.Shutdown()
