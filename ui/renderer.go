@@ -192,11 +192,11 @@ func RunProgram(ctx context.Context, m tea.Model, in, out *os.File, opts ...tea.
 	r := newRenderer(out)
 	// The alternate screen, the cursor hidden, bracketed paste on: what
 	// tea.WithAltScreen and bubbletea's defaults set.
-	_, _ = io.WriteString(out, ansi.SetAltScreenSaveCursorMode+ansi.EraseEntireScreen+ansi.CursorHomePosition+
-		ansi.HideCursor+ansi.SetBracketedPasteMode)
+	_, _ = io.WriteString(out, ansi.SetModeAltScreenSaveCursor+ansi.EraseEntireScreen+ansi.CursorHomePosition+
+		ansi.HideCursor+ansi.SetModeBracketedPaste)
 	restore := func() {
 		r.stop()
-		_, _ = io.WriteString(out, ansi.ResetBracketedPasteMode+ansi.ShowCursor+ansi.ResetAltScreenSaveCursorMode)
+		_, _ = io.WriteString(out, ansi.ResetModeBracketedPaste+ansi.ShowCursor+ansi.ResetModeAltScreenSaveCursor)
 		_ = term.Restore(in.Fd(), state)
 	}
 	defer restore()
