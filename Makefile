@@ -28,15 +28,22 @@ demo: build
 screenshots: build
 	screenshots/capture.sh
 
-# Tools some tests drive: tmux is the real terminal the demo and read-only
-# tests run in, strace watches the read-only program's system calls.
+# Tools some tests drive, as command:Debian package: tmux is the real
+# terminal the demo and read-only tests run in, strace watches the read-only
+# programs' system calls, prometheus and promtool scrape `sandtop serve` and
+# check its metrics and alert rules, systemd-analyze checks its unit.
 # Installed from Debian when missing and root; otherwise those tests skip.
-TEST_TOOLS := tmux strace
+# Debian's prometheus service is never started (a policy-rc.d refuses it,
+# invoke-rc.d(8), while apt-get runs): the tests start their own.
+TEST_TOOLS := tmux:tmux strace:strace prometheus:prometheus promtool:prometheus systemd-analyze:systemd
 test-deps:
-	@missing=$$(for t in $(TEST_TOOLS); do command -v $$t >/dev/null || echo $$t; done); \
-	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || \
-		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; }; } || \
+	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || echo $${t#*:}; done | sort -u); \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \
+		policy=/usr/sbin/policy-rc.d; \
+		if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' >$$policy && chmod +x $$policy && trap "rm -f $$policy" EXIT; fi; \
+		install="apt-get install -y -qq --no-install-recommends $$missing"; \
+		DEBIAN_FRONTEND=noninteractive $$install >/dev/null 2>&1 || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$install >/dev/null; }; }; } || \
 		echo "missing $$missing: the tests that drive them will skip"
 
 # The tests spawn real process trees, cgroups and signals; as root they

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -21,7 +22,11 @@ const minIDInPath = 8
 type Builder struct {
 	rules     Rules
 	ruleIndex map[*Rule]int
-	matches   map[proc.Identity]*matchMemo
+	// rooted holds the runtimes (rule names) that have a rule for a
+	// process of their own, not only for a cgroup: a sandbox of theirs
+	// that only a cgroup names has lost that process.
+	rooted  map[string]bool
+	matches map[proc.Identity]*matchMemo
 	// claimed remembers build.claims, which runs the rules' cgroup regexps
 	// on a sandbox's cgroups: the same few questions every refresh.
 	claimed map[claimKey]*claimMemo
@@ -92,10 +97,14 @@ type claimMemo struct {
 // NewBuilder returns a Builder for the given rules, tried in order.
 func NewBuilder(rules Rules) *Builder {
 	idx := make(map[*Rule]int, len(rules))
+	rooted := map[string]bool{}
 	for i, r := range rules {
 		idx[r] = i
+		if r != nil && !r.onlyCgroup() {
+			rooted[r.Name] = true
+		}
 	}
-	return &Builder{rules: rules, ruleIndex: idx, matches: map[proc.Identity]*matchMemo{}, claimed: map[claimKey]*claimMemo{}}
+	return &Builder{rules: rules, ruleIndex: idx, rooted: rooted, matches: map[proc.Identity]*matchMemo{}, claimed: map[claimKey]*claimMemo{}}
 }
 
 // Build groups a snapshot into sandboxes with a throwaway Builder.
@@ -134,7 +143,10 @@ type build struct {
 	*Builder
 	snap *proc.Snapshot
 	prev *View
-	byID map[string]*Sandbox
+	// byID holds the sandboxes by Key; folded the namespaced sandbox that
+	// absorbed each "runtime:id" found without a namespace.
+	byID   map[string]*Sandbox
+	folded map[string]*Sandbox
 	// ix finds a pid's position in snap.Procs; owner, via and by are
 	// indexed by that position. attributed counts the non-nil owners.
 	ix         *pidIndex
@@ -184,6 +196,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 		snap:    snap,
 		prev:    prev,
 		byID:    map[string]*Sandbox{},
+		folded:  map[string]*Sandbox{},
 		ix:      &sc.ix,
 		owner:   sc.owner,
 		via:     sc.via,
@@ -202,6 +215,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 		},
 	}
 	w.attributeByRule()
+	w.foldUnqualified()
 	w.attributeByGroup()
 	w.attributeByAncestor()
 	w.mergeByCgroupName()
@@ -225,26 +239,48 @@ func (w *build) excluded(p *proc.Process) bool {
 	return p.Kernel || p.PID <= 1 || p.PID == w.snap.Self
 }
 
-func (w *build) sandbox(id string, m Match) *Sandbox {
-	sb := w.byID[id]
+// keyOf is the Key of the sandbox a match names.
+func keyOf(m Match) string {
+	runtime := ""
+	if m.Rule != nil {
+		runtime = m.Rule.Name
+	}
+	return runtime + ":" + qualify(m.Namespace, m.ID)
+}
+
+// sandbox returns the sandbox m names (its rule's runtime, its namespace
+// and its ID), made if need be.
+func (w *build) sandbox(m Match) *Sandbox {
+	key := keyOf(m)
+	sb := w.byID[key]
 	if sb == nil {
-		sb = &Sandbox{ID: id, Vars: map[string]string{}}
-		w.byID[id] = sb
+		sb = &Sandbox{ID: m.ID, Namespace: m.Namespace, Vars: map[string]string{}, key: key}
+		if m.Rule != nil {
+			sb.Runtime = m.Rule.Name
+		}
+		w.byID[key] = sb
 		w.firstR[sb] = len(w.ruleIndex) + 1
 	}
-	if m.Rule != nil {
-		if i, ok := w.ruleIndex[m.Rule]; ok && i < w.firstR[sb] {
-			w.firstR[sb] = i
-			sb.Rule, sb.Runtime, sb.MatchedBy = m.Rule, m.Rule.Name, m.By
-		} else if sb.Rule == nil {
-			sb.Rule, sb.Runtime, sb.MatchedBy = m.Rule, m.Rule.Name, m.By
-		}
-		if !slices.Contains(w.rules[sb], m.Rule) {
-			w.rules[sb] = append(w.rules[sb], m.Rule)
-		}
-	}
+	w.addRule(sb, m)
 	w.addVars(sb, m.Vars)
 	return sb
+}
+
+// addRule records that m's rule recognised part of sb; the lowest-indexed
+// such rule is the sandbox's Rule.
+func (w *build) addRule(sb *Sandbox, m Match) {
+	if m.Rule == nil {
+		return
+	}
+	if i, ok := w.ruleIndex[m.Rule]; ok && i < w.firstR[sb] {
+		w.firstR[sb] = i
+		sb.Rule, sb.MatchedBy = m.Rule, m.By
+	} else if sb.Rule == nil {
+		sb.Rule, sb.MatchedBy = m.Rule, m.By
+	}
+	if !slices.Contains(w.rules[sb], m.Rule) {
+		w.rules[sb] = append(w.rules[sb], m.Rule)
+	}
 }
 
 // addVars adds the captures sb does not have yet: the first match to
@@ -315,11 +351,11 @@ func (w *build) attributeByRule() {
 			continue
 		}
 		var sb *Sandbox
-		if last != nil && m.Rule == lastRule && m.ID == last.ID {
+		if last != nil && m.Rule == lastRule && m.ID == last.ID && m.Namespace == last.Namespace {
 			sb = last
 			w.addVars(sb, m.Vars)
 		} else {
-			sb = w.sandbox(m.ID, m)
+			sb = w.sandbox(m)
 			last, lastRule = sb, m.Rule
 		}
 		w.assign(i, p, sb, ViaRule)
@@ -348,7 +384,7 @@ func (w *build) attributeByGroup() {
 		}
 		if _, seen := groups[p.PGID]; !seen {
 			groups[p.PGID] = sb
-			w.last.groups[p.PGID] = sb.ID
+			w.last.groups[p.PGID] = sb.Key()
 		}
 	}
 	if len(groups) == 0 {
@@ -420,11 +456,11 @@ func (w *build) attributeSticky() {
 		if old == nil {
 			continue
 		}
-		sb := w.byID[old.ID]
+		sb := w.byID[old.Key()]
 		if sb == nil {
 			// Everything that named the sandbox is gone but this process
 			// lives on: keep showing it under its old identity.
-			sb = w.sandbox(old.ID, Match{Rule: old.Rule, ID: old.ID, By: old.MatchedBy, Vars: old.Vars})
+			sb = w.sandbox(Match{Rule: old.Rule, ID: old.ID, Namespace: old.Namespace, By: old.MatchedBy, Vars: old.Vars})
 		}
 		w.assign(i, p, sb, ViaSticky)
 		joined = true
@@ -439,6 +475,55 @@ func (w *build) sorted() []*Sandbox {
 	for _, sb := range w.byID {
 		out = append(out, sb)
 	}
-	slices.SortFunc(out, func(a, b *Sandbox) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, compareSandboxes)
 	return out
+}
+
+// compareSandboxes orders sandboxes by ID, then namespace, then runtime.
+func compareSandboxes(a, b *Sandbox) int {
+	return cmp.Or(strings.Compare(a.ID, b.ID), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Runtime, b.Runtime))
+}
+
+// foldUnqualified folds a sandbox that a rule found without a namespace
+// into the one sandbox of the same runtime and ID that has one: Docker's
+// /docker/<id> cgroup says nothing of the "moby" namespace its shim's argv
+// names, and a Kata QEMU's -name nothing of its shim's. With two
+// namespaced candidates the namespace cannot be told, and the sandbox
+// stays apart.
+func (w *build) foldUnqualified() {
+	var bare []*Sandbox
+	named := map[string][]*Sandbox{} // runtime:id -> namespaced sandboxes
+	for _, sb := range w.byID {
+		if sb.Namespace == "" {
+			bare = append(bare, sb)
+		} else {
+			k := sb.Runtime + ":" + sb.ID
+			named[k] = append(named[k], sb)
+		}
+	}
+	for _, src := range bare {
+		k := src.Runtime + ":" + src.ID
+		dsts := named[k]
+		if len(dsts) == 0 && w.prev != nil {
+			// What named the namespace (the shim) is gone, but the
+			// sandbox was seen with it: it keeps its identity.
+			if old := w.prev.byKey(k); old != nil && old.Namespace != "" && old.Runtime == src.Runtime && old.ID == src.ID {
+				dsts = []*Sandbox{w.sandbox(Match{Rule: src.Rule, ID: src.ID, Namespace: old.Namespace, By: src.MatchedBy})}
+			}
+		}
+		if len(dsts) == 1 {
+			w.fold(dsts[0], src)
+			w.folded[k] = dsts[0]
+		}
+	}
+}
+
+// fold moves every member of src into dst, which has the same runtime and
+// ID: one sandbox seen two ways, not an alias.
+func (w *build) fold(dst, src *Sandbox) {
+	if w.firstR[src] < w.firstR[dst] {
+		w.firstR[dst] = w.firstR[src]
+		dst.Rule, dst.MatchedBy = src.Rule, src.MatchedBy
+	}
+	w.merge(dst, src, false)
 }

@@ -178,7 +178,7 @@ func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
 // Answers are remembered across builds (the regexps were a tenth of a
 // steady Build).
 func (w *build) claims(sb *Sandbox, dir string) bool {
-	key := claimKey{id: sb.ID, dir: dir}
+	key := claimKey{id: sb.Key(), dir: dir}
 	for _, r := range w.rules[sb] {
 		i, ok := w.ruleIndex[r]
 		if !ok || i >= 64 {
@@ -197,19 +197,54 @@ func (w *build) claims(sb *Sandbox, dir string) bool {
 
 func (w *build) claimsUncached(sb *Sandbox, dir string) bool {
 	for _, r := range w.rules[sb] {
-		if r.Cgroup != nil && r.Cgroup.MatchString(dir) {
+		if r.Cgroup == nil || !r.Cgroup.MatchString(dir) {
+			continue
+		}
+		// The rule must see this very sandbox in the path, not merely a
+		// path of its shape (another container's /docker/<id>).
+		c := captures{}
+		c.add(ByCgroup, r.Cgroup, dir)
+		if c.id == "" || r.IDTransform.Apply(c.id) == sb.ID && (c.vars["ns"] == "" || c.vars["ns"] == sb.Namespace) {
 			return true
 		}
 	}
-	if len(sb.ID) < minIDInPath {
-		return false
-	}
+	return namesInPath(dir, sb.Namespace, sb.ID)
+}
+
+// namesInPath reports whether a cgroup path names the sandbox: its
+// namespace and ID as two consecutive components (containerd's /<ns>/<id>),
+// a component that is the ID, or, for an ID long enough not to turn up by
+// accident, a component holding the ID as a whole token
+// (docker-<id>.scope, libpod-<id>). The evidence is the path's structure,
+// so a short ID counts as much as a long one.
+func namesInPath(dir, ns, id string) bool {
+	parent := ""
 	for part := range strings.SplitSeq(dir, "/") {
-		if strings.Contains(part, sb.ID) {
+		switch {
+		case part == id && (ns == "" || parent == ns || len(id) >= minIDInPath):
+			return true
+		case len(id) >= minIDInPath && containsToken(part, id):
 			return true
 		}
+		parent = part
 	}
 	return false
+}
+
+// containsToken reports whether s holds tok with a cgroup separator or an
+// end of s on each side (tok may hold separators itself: a UUID).
+func containsToken(s, tok string) bool {
+	for off := 0; ; {
+		i := strings.Index(s[off:], tok)
+		if i < 0 {
+			return false
+		}
+		start, end := off+i, off+i+len(tok)
+		if (start == 0 || isCgroupSeparator(rune(s[start-1]))) && (end == len(s) || isCgroupSeparator(rune(s[end]))) {
+			return true
+		}
+		off = start + 1
+	}
 }
 
 // mergeByCgroupName folds a sandbox into another whose member cgroups carry
@@ -218,8 +253,18 @@ func (w *build) claimsUncached(sb *Sandbox, dir string) bool {
 // and the pause container's scope, cri-containerd-<sandbox id>.scope, is
 // what ties the two together: one pod, one sandbox.
 func (w *build) mergeByCgroupName() {
+	// The token is a bare ID: it names a sandbox only when one sandbox
+	// has that ID (two namespaces holding it leave the token ambiguous).
+	byID := make(map[string]*Sandbox, len(w.byID))
+	for _, sb := range w.byID {
+		if _, dup := byID[sb.ID]; dup {
+			byID[sb.ID] = nil
+		} else {
+			byID[sb.ID] = sb
+		}
+	}
 	for _, dst := range w.sorted() {
-		if w.byID[dst.ID] != dst {
+		if w.byID[dst.Key()] != dst {
 			continue // merged away already
 		}
 		// A sandbox's members share a few cgroups: a short list beats a map
@@ -232,9 +277,12 @@ func (w *build) mergeByCgroupName() {
 			}
 			seen = append(seen, p.Cgroup)
 			for tok := range strings.FieldsFuncSeq(p.Cgroup, isCgroupSeparator) {
-				if src := w.byID[tok]; src != nil && src != dst && len(tok) >= minIDInPath {
-					w.merge(dst, src)
+				src := byID[tok]
+				if src == nil || src == dst || len(tok) < minIDInPath || w.byID[src.Key()] != src ||
+					(src.Namespace != "" && dst.Namespace != "" && src.Namespace != dst.Namespace) {
+					continue
 				}
+				w.merge(dst, src, true)
 			}
 		}
 	}
@@ -244,9 +292,9 @@ func isCgroupSeparator(r rune) bool {
 	return r == '/' || r == '-' || r == '.' || r == '_' || r == ':' || r == '@'
 }
 
-// merge moves every member of src into dst; dst keeps its ID and runtime,
-// and remembers src's ID as an alias.
-func (w *build) merge(dst, src *Sandbox) {
+// merge moves every member of src into dst; dst keeps its identity, and
+// with alias remembers src's ID as an alias.
+func (w *build) merge(dst, src *Sandbox, alias bool) {
 	for _, p := range w.procs[src] {
 		w.owner[w.ix.of(p.PID)] = dst
 	}
@@ -262,9 +310,11 @@ func (w *build) merge(dst, src *Sandbox) {
 			dst.Vars[k] = v
 		}
 	}
-	dst.Aliases = append(dst.Aliases, src.ID)
+	if alias {
+		dst.Aliases = append(dst.Aliases, src.ID)
+	}
 	dst.Aliases = append(dst.Aliases, src.Aliases...)
-	delete(w.byID, src.ID)
+	delete(w.byID, src.Key())
 	delete(w.procs, src)
 }
 

@@ -260,7 +260,7 @@ func (r *reuser) classifyNew(n *proc.Process) (newKind, join) {
 	if id, ok := l.groups[n.PGID]; ok {
 		// Rule 1b: the group's sandbox, unless it was folded into
 		// another since.
-		sb := l.view.Sandbox(id)
+		sb := l.view.byKey(id)
 		if sb == nil || n.Zombie() {
 			return undecidable, join{}
 		}
@@ -304,7 +304,7 @@ func (r *reuser) classifyNew(n *proc.Process) (newKind, join) {
 // what the sandbox says (checked further in membersAgree), else only a
 // full Build can tell.
 func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
-	sb := r.l.view.Sandbox(m.ID)
+	sb := r.l.view.byKey(keyOf(m))
 	if sb == nil || n.Zombie() || m.Rule.ProcessGroup || r.hasSocketFlag(n) {
 		return undecidable, join{}
 	}
@@ -352,7 +352,7 @@ func (r *reuser) sibling(sb *Sandbox, p *proc.Process, m Match, gone map[*Member
 			continue
 		}
 		xm, ok := r.matchOf(r.now(x))
-		if !ok || xm.ID != sb.ID {
+		if !ok || r.l.view.byKey(keyOf(xm)) != sb {
 			continue
 		}
 		if xm.Rule == m.Rule {
@@ -399,7 +399,7 @@ func (r *reuser) removable(m *Member) bool {
 		return true
 	case ViaRule:
 		match, ok := r.matchOf(m.Process)
-		return ok && match.ID == r.prev.Sandboxes[m.sb].ID && !match.Rule.ProcessGroup && !r.hasSocketFlag(m.Process)
+		return ok && r.prev.byKey(keyOf(match)) == r.prev.Sandboxes[m.sb] && !match.Rule.ProcessGroup && !r.hasSocketFlag(m.Process)
 	}
 	return false
 }

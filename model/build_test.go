@@ -62,11 +62,22 @@ var (
 		Supervisor:   Supervisor{Ancestor: regexp.MustCompile(`(^|/)runner (start|benchmark)\b`)},
 		Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
 	}
+	// dockerShimRule and shimRule name the namespace, as the presets do;
+	// dockerRule finds the same container by its cgroup, without one.
+	dockerShimRule = &Rule{
+		Name:          "docker",
+		Exe:           regexp.MustCompile(`containerd-shim-[a-z0-9]+-v[0-9]+$`),
+		Argv:          regexp.MustCompile(`-namespace moby `),
+		Flag:          "-id",
+		NamespaceFlag: "-namespace",
+		Supervisor:    Supervisor{SocketFlag: "-address"},
+	}
 	shimRule = &Rule{
-		Name:       "containerd",
-		Exe:        regexp.MustCompile(`containerd-shim-[a-z0-9]+-v[0-9]+$`),
-		Flag:       "-id",
-		Supervisor: Supervisor{SocketFlag: "-address"},
+		Name:          "containerd",
+		Exe:           regexp.MustCompile(`containerd-shim-[a-z0-9]+-v[0-9]+$`),
+		Flag:          "-id",
+		NamespaceFlag: "-namespace",
+		Supervisor:    Supervisor{SocketFlag: "-address"},
 	}
 	// vm0SockRule is the api-sock-only form: no cwd, so no {base}.
 	vm0SockRule = &Rule{
@@ -87,7 +98,7 @@ var (
 	boxRule    = &Rule{Name: "box", Cgroup: regexp.MustCompile(`(^|/)box/(?P<id>[A-Za-z0-9_-]+)$`)}
 	dockerRule = &Rule{Name: "docker", Cgroup: regexp.MustCompile(`(^|/)docker-(?P<id>[0-9a-f]{64})\.scope$`)}
 	argRule    = &Rule{Name: "sim", Argv: regexp.MustCompile(`^sim --sandbox (?P<id>\S+)`)}
-	rules      = Rules{vm0Rule, shimRule, podRule, boxRule, dockerRule, argRule, vm0SockRule, halfRule}
+	rules      = Rules{vm0Rule, dockerShimRule, shimRule, podRule, boxRule, dockerRule, argRule, vm0SockRule, halfRule}
 )
 
 const vmID = "7d1e2c3a-1111-4a4a-9b9b-0123456789ab"
@@ -339,16 +350,70 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
-			name: "two rules yielding one ID merge into one sandbox",
+			name: "two rules of one runtime yielding one ID make one sandbox",
 			snap: snap(
 				pr(1000, 1, "/usr/bin/containerd-shim-runc-v2 -namespace moby -id mergeid0001 -address /x.sock"),
-				pr(1001, 1000, "sim --sandbox mergeid0001"),
+				pr(1001, 1000, "nginx", cgroup("/system.slice/docker-mergeid0001.scope")),
+				pr(1002, 1, "/usr/bin/containerd-shim-runc-v2 -namespace moby -id "+strings.Repeat("ab", 32)+" -address /x.sock"),
+				pr(1003, 1, "nginx", cgroup("/system.slice/docker-"+strings.Repeat("ab", 32)+".scope")),
 			),
 			check: func(t *testing.T, v *View) {
 				sb := one(t, v, "mergeid0001")
 				wantPIDs(t, sb, 1000, 1001)
-				if sb.Runtime != "containerd" {
-					t.Errorf("runtime %q, want the earlier rule's", sb.Runtime)
+				sb = one(t, v, strings.Repeat("ab", 32))
+				wantPIDs(t, sb, 1002, 1003)
+				if sb.Runtime != "docker" || sb.Namespace != "moby" || sb.Rule != dockerShimRule || sb.Name() != "moby/"+strings.Repeat("ab", 32) {
+					t.Errorf("runtime %q namespace %q rule %v name %q: want the shim's (the earlier rule)", sb.Runtime, sb.Namespace, sb.Rule.Name, sb.Name())
+				}
+			},
+		},
+		{
+			name: "two runtimes with the same ID are two sandboxes",
+			snap: snap(
+				pr(1000, 1, "/usr/bin/containerd-shim-runc-v2 -namespace default -id same-id-01 -address /x.sock"),
+				pr(1001, 1000, "sh"),
+				pr(1010, 1, "sim --sandbox same-id-01"),
+				pr(1011, 1010, "sh"),
+			),
+			check: func(t *testing.T, v *View) {
+				if len(v.Sandboxes) != 2 {
+					t.Fatalf("%d sandboxes, want 2", len(v.Sandboxes))
+				}
+				wantPIDs(t, one(t, v, "containerd:default/same-id-01"), 1000, 1001)
+				wantPIDs(t, one(t, v, "sim:same-id-01"), 1010, 1011)
+				if v.Sandbox("same-id-01") != nil {
+					t.Error("a bare ID that two sandboxes share named one of them")
+				}
+			},
+		},
+		{
+			name: "the same container ID in two containerd namespaces is two sandboxes, each with its cgroup",
+			snap: snap(
+				pr(1000, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-a -id web-frontend -address /x.sock"),
+				pr(1001, 1000, "sleep 1001", cgroup("/team-a/web-frontend")),
+				pr(1002, 1001, "sleep 1000", cgroup("/team-a/web-frontend")),
+				pr(1010, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-b -id web-frontend -address /x.sock"),
+				pr(1011, 1010, "sleep 1002", cgroup("/team-b/web-frontend")),
+				pr(1020, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-a -id w3b34 -address /x.sock"),
+				pr(1021, 1020, "sleep 1003", cgroup("/team-a/w3b34")),
+			),
+			check: func(t *testing.T, v *View) {
+				if len(v.Sandboxes) != 3 {
+					t.Fatalf("%d sandboxes, want 3", len(v.Sandboxes))
+				}
+				a, b := one(t, v, "team-a/web-frontend"), one(t, v, "team-b/web-frontend")
+				wantPIDs(t, a, 1000, 1001, 1002)
+				wantPIDs(t, b, 1010, 1011)
+				short := one(t, v, "team-a/w3b34")
+				wantPIDs(t, short, 1020, 1021)
+				for _, sb := range []*Sandbox{a, b, short} {
+					if want := "/" + sb.Namespace + "/" + sb.ID; sb.Cgroup != want {
+						t.Errorf("%s: cgroup %q, want %q (dedicated whatever the ID's length)", sb.Name(), sb.Cgroup, want)
+					}
+					wantBadges(t, sb, BadgeOrphan) // nothing listens on /x.sock
+				}
+				if a.Key() != "containerd:team-a/web-frontend" {
+					t.Errorf("key %q", a.Key())
 				}
 			},
 		},

@@ -23,8 +23,13 @@ func (w *build) finish() *View {
 	members := make(map[*Sandbox][]*Member, len(w.procs))
 	for i, sb := range v.Sandboxes {
 		sb.idx = int32(i)
-		v.byID[sb.ID] = sb.idx
+		v.byID[sb.Key()] = sb.idx
 		members[sb] = make([]*Member, 0, len(w.procs[sb]))
+	}
+	for k, sb := range w.folded {
+		if _, taken := v.byID[k]; !taken {
+			v.byID[k] = sb.idx
+		}
 	}
 	// byPos holds the Member of each attributed process, by position; the
 	// next Build compares against it (see reuse).
@@ -53,6 +58,7 @@ func (w *build) finish() *View {
 	for _, sb := range v.Sandboxes {
 		w.tree(sb, members[sb], byPos)
 		w.supervise(sb)
+		w.rootless(sb)
 		sb.Orphan = sb.supOrphan
 		badge(sb, w.snap)
 		sb.Cleanup = w.cleanup(sb)
@@ -206,6 +212,36 @@ func (w *build) supervise(sb *Sandbox) {
 			sb.SupervisorNote = "no rule"
 		}
 	}
+}
+
+// rootless marks a sandbox that nothing but a rule-recognised cgroup
+// names although its runtime has rules for its root process (the shim
+// died while containerd was down, boxlite's outer bwrap was killed alone,
+// a kill stopped halfway): its root and supervisor are gone, it is an
+// orphan, and kill takes it down through that cgroup.
+func (w *build) rootless(sb *Sandbox) {
+	sb.CgroupOnly = false
+	if !w.rooted[sb.Runtime] {
+		return
+	}
+	where, matched := sb.Cgroup, false
+	for _, m := range sb.Members {
+		if m.Via != ViaRule && m.Via != ViaGroup {
+			continue
+		}
+		matched = true
+		if r, _ := w.match(m.Process); r.Rule == nil || !r.Rule.onlyCgroup() {
+			return
+		}
+		if where == "" {
+			where = cmp.Or(m.Cgroup, m.Freezer)
+		}
+	}
+	if !matched {
+		return
+	}
+	sb.CgroupOnly, sb.Supervised, sb.Supervisor, sb.supOrphan = true, false, nil, true
+	sb.SupervisorNote = "root and supervisor gone: only its cgroup " + where + " names it; no " + sb.Runtime + " process (shim, monitor) is left"
 }
 
 // judgeSocket decides whether sb's supervisor, known by the socket it

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/sandtop/sandtop/proc"
@@ -22,8 +24,15 @@ type Document struct {
 
 // SandboxJSON is one sandbox in a Document.
 type SandboxJSON struct {
-	ID            string        `json:"id"`
-	Runtime       string        `json:"runtime"`
+	ID      string `json:"id"`
+	Runtime string `json:"runtime"`
+	// Namespace is the runtime's namespace ("" when it has none); Name is
+	// "namespace/id" (or the ID), Key "runtime:namespace/id": the
+	// sandbox's identity, unique in the document.
+	Namespace     string        `json:"namespace"`
+	Name          string        `json:"name"`
+	Key           string        `json:"key"`
+	CgroupOnly    bool          `json:"cgroup_only"`
 	RootPID       int           `json:"root_pid"`
 	SupervisorPID int           `json:"supervisor_pid"`
 	Supervisor    string        `json:"supervisor"`
@@ -54,6 +63,15 @@ type ProcessJSON struct {
 	Zombie     bool      `json:"zombie"`
 }
 
+// Encode writes the document as `sandtop list --json` prints it: indented
+// JSON and a newline. Every other endpoint that hands out the document
+// calls this, so they all print the same bytes.
+func (d Document) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
+
 // Document converts the view. With all, the unattributed processes are
 // listed too.
 func (v *View) Document(all bool) Document {
@@ -68,6 +86,10 @@ func (v *View) Document(all bool) Document {
 		s := SandboxJSON{
 			ID:         sb.ID,
 			Runtime:    sb.Runtime,
+			Namespace:  sb.Namespace,
+			Name:       sb.Name(),
+			Key:        sb.Key(),
+			CgroupOnly: sb.CgroupOnly,
 			RootPID:    sb.Root.PID,
 			Supervisor: sb.SupervisorNote,
 			Cgroup:     sb.Cgroup,

@@ -276,17 +276,17 @@ func (rs Rules) Match(p *proc.Process) (Match, bool) {
 // Needs says which of p's unread fields (p.Unread) some rule could still
 // depend on, so that a lazy scan (proc.Options.Need) reads exe, cwd and
 // status only where they can change what Match returns. It evaluates the
-// matchers in Match's order, cheapest first, and a rule that a cheap
-// matcher (comm, flag, cgroup, argv) already rejects needs nothing. An exe
-// matcher that argv[0] satisfies needs no exe; otherwise it needs the exe,
-// and the rule's cwd matcher is asked about only once the exe is known
-// (the scan asks again after each read). No rule looks at status, so it
-// is never needed here. Kernel threads never match and need nothing.
+// matchers cheapest first, and a rule that a cheap matcher (comm, flag,
+// cgroup, argv) already rejects needs nothing. An exe matcher that argv[0]
+// satisfies needs no exe; otherwise it needs the exe, and the rule's
+// other dear matchers are asked about only once the exe is known (the scan
+// asks again after each read): status for NestedPIDNamespace (NSpid),
+// then the cwd. Kernel threads never match and need nothing.
 //
 // The guarantee, held by TestLazyMatchesFullReads: Build over a lazy scan
 // gives the same view as over a full one.
 func (rs Rules) Needs(p *proc.Process) proc.Fields {
-	if p == nil || p.Kernel || p.Unread&(proc.FieldExe|proc.FieldCwd) == 0 {
+	if p == nil || p.Kernel || p.Unread == 0 {
 		return 0
 	}
 	s := subject{p: p}
@@ -301,7 +301,7 @@ func (rs Rules) Needs(p *proc.Process) proc.Fields {
 
 func (r *Rule) needs(s *subject) proc.Fields {
 	p := s.p
-	if r.Exe == nil && r.Cwd == nil {
+	if r.Exe == nil && r.Cwd == nil && !r.NestedPIDNamespace {
 		return 0
 	}
 	if r.Comm != nil && !matchString(r.Comm, p.Comm) {
@@ -329,10 +329,42 @@ func (r *Rule) needs(s *subject) proc.Fields {
 			return 0
 		}
 	}
+	if r.NestedPIDNamespace {
+		if p.Unread&proc.FieldStatus != 0 {
+			return proc.FieldStatus
+		}
+		if len(p.NSpid) < 2 {
+			return 0
+		}
+	}
 	if r.Cwd != nil {
 		return p.Unread & proc.FieldCwd
 	}
 	return 0
+}
+
+// MatchCgroup returns the match of the first rule that recognises a
+// sandbox by the cgroup path alone (a rule with only a cgroup matcher), as
+// if a process lived there: what finds a runtime's cgroup that no live
+// process is in any more (a leftover). A rule with NestedPIDNamespace
+// (containerd's /<ns>/<id>, which any two-level path resembles) still
+// matches here, since an empty cgroup has no process to ask: its Match.Rule
+// says so, and a caller acting on it alone needs other evidence (the
+// runtime's state directory).
+func (rs Rules) MatchCgroup(path string) (Match, bool) {
+	if path == "" || path == "/" {
+		return Match{}, false
+	}
+	s := subject{p: &proc.Process{Cgroup: path, NSpid: []int{0, 0}}}
+	for _, r := range rs {
+		if r == nil || !r.onlyCgroup() {
+			continue
+		}
+		if m, ok := r.match(&s); ok {
+			return m, true
+		}
+	}
+	return Match{}, false
 }
 
 // match runs on every process of every scan, so it works in two passes. The
@@ -353,6 +385,9 @@ func (r *Rule) match(s *subject) (Match, bool) {
 		}
 	}
 	if r.Comm != nil && !matchString(r.Comm, p.Comm) {
+		return Match{}, false
+	}
+	if r.NestedPIDNamespace && len(p.NSpid) < 2 {
 		return Match{}, false
 	}
 	flagVal := ""
@@ -403,7 +438,14 @@ func (r *Rule) match(s *subject) (Match, bool) {
 		c.vars = make(map[string]string, 1)
 	}
 	c.vars["id"] = id
-	return Match{Rule: r, ID: id, By: c.by, Vars: c.vars}, true
+	ns := c.vars["ns"]
+	if ns == "" && r.NamespaceFlag != "" {
+		if v, ok := FlagValue(p.Argv, r.NamespaceFlag); ok && v != "" {
+			ns = v
+			c.vars["ns"] = v
+		}
+	}
+	return Match{Rule: r, ID: id, Namespace: ns, By: c.by, Vars: c.vars}, true
 }
 
 // captures gathers the named groups of the matchers, asked in ID order: the

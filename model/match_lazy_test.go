@@ -14,7 +14,8 @@ import (
 var lazyRules = append(Effective(nil, true), rules...)
 
 // lazyRead returns p as a lazy scan would report it: exe, cwd and status
-// unread, then read, a round at a time, only where lazyRules.Needs asks,
+// (uid, NSpid) unread, then read, a round at a time, only where
+// lazyRules.Needs asks,
 // the way proc's staticReader.details does.
 func lazyRead(p *proc.Process, counts map[proc.Fields]int) *proc.Process {
 	full := *p
@@ -37,6 +38,9 @@ func lazyRead(p *proc.Process, counts map[proc.Fields]int) *proc.Process {
 		if want&proc.FieldCwd != 0 {
 			q.Cwd = full.Cwd
 		}
+		if want&proc.FieldStatus != 0 {
+			q.UID, q.NSpid = full.UID, full.NSpid
+		}
 	}
 	return &q
 }
@@ -47,10 +51,12 @@ func lazyRead(p *proc.Process, counts map[proc.Fields]int) *proc.Process {
 // renamed itself, a runtime re-executed through /proc/self/exe).
 type details struct {
 	rng *rand.Rand
-	m   map[proc.Identity][2]string
+	m   map[proc.Identity][3]string
 }
 
-func (d *details) of(p *proc.Process) [2]string {
+// of returns p's exe, cwd, and whether it lives in a nested pid namespace
+// (non-empty).
+func (d *details) of(p *proc.Process) [3]string {
 	if v, ok := d.m[p.ID()]; ok {
 		return v
 	}
@@ -61,7 +67,10 @@ func (d *details) of(p *proc.Process) [2]string {
 		"/usr/bin/containerd-shim-runc-v2", "/usr/bin/runsc-sandbox", "/usr/bin/containerd-shim-kata-v2",
 	}
 	cwds := []string{"", "/", "/home/op", "/var/lib/vm0/workspaces/" + id, "/srv/workspaces/" + id + " (deleted)"}
-	v := [2]string{exes[d.rng.IntN(len(exes))], cwds[d.rng.IntN(len(cwds))]}
+	v := [3]string{exes[d.rng.IntN(len(exes))], cwds[d.rng.IntN(len(cwds))], ""}
+	if d.rng.IntN(2) == 0 {
+		v[2] = "nested"
+	}
 	if p.Cwd != "" && d.rng.IntN(2) == 0 {
 		v[1] = p.Cwd // keep the world's own cwd (vm0's workspace) half the time
 	}
@@ -99,12 +108,16 @@ func TestLazyMatchesFullReads(t *testing.T) {
 	var procs, sandboxes int
 	for seed := range uint64(seeds) {
 		w := newWorld(seed)
-		d := &details{rng: rand.New(rand.NewPCG(seed, 11)), m: map[proc.Identity][2]string{}}
+		d := &details{rng: rand.New(rand.NewPCG(seed, 11)), m: map[proc.Identity][3]string{}}
 		for i := range 30 {
 			id := worldIDs[w.rng.IntN(len(worldIDs))]
 			argvs := lazyArgvs(id)
 			pid := 3000 + i
-			w.procs[pid] = pr(pid, 1, argvs[w.rng.IntN(len(argvs))], cgroup(w.cgroup()))
+			cg := w.cgroup()
+			if w.rng.IntN(3) == 0 {
+				cg = "/k8s.io/" + id // containerd's default cgroupsPath
+			}
+			w.procs[pid] = pr(pid, 1, argvs[w.rng.IntN(len(argvs))], cgroup(cg))
 		}
 		var fullPrev, lazyPrev *View
 		for step := range steps {
@@ -117,6 +130,9 @@ func TestLazyMatchesFullReads(t *testing.T) {
 				v := d.of(p)
 				f.Exe, f.Cwd = v[0], v[1]
 				f.UID, f.NSpid = 1000+p.PID%3, []int{p.PID}
+				if v[2] != "" {
+					f.NSpid = append(f.NSpid, 1) // in a nested pid namespace
+				}
 				l := lazyRead(&f, counts)
 				full.Procs, lazy.Procs = append(full.Procs, &f), append(lazy.Procs, l)
 				full.ByPID[f.PID], lazy.ByPID[l.PID] = &f, l
@@ -140,12 +156,13 @@ func TestLazyMatchesFullReads(t *testing.T) {
 		}
 		return n
 	}
-	exe, cwd := reads(proc.FieldExe), reads(proc.FieldCwd)
-	t.Logf("%d processes in %d builds (%d sandboxes): %d exe reads, %d cwd reads", procs, seeds*steps, sandboxes, exe, cwd)
+	exe, cwd, status := reads(proc.FieldExe), reads(proc.FieldCwd), reads(proc.FieldStatus)
+	t.Logf("%d processes in %d builds (%d sandboxes): %d exe reads, %d cwd reads, %d status reads", procs, seeds*steps, sandboxes, exe, cwd, status)
 	// The check proves something only if the lazy side both read and
 	// skipped each field, and the world has sandboxes to get wrong.
-	if exe == 0 || cwd == 0 || exe >= procs || cwd >= procs/2 || sandboxes == 0 {
-		t.Errorf("exe read for %d and cwd for %d of %d processes: the random hosts do not exercise both sides", exe, cwd, procs)
+	if exe == 0 || cwd == 0 || status == 0 || exe >= procs || cwd >= procs/2 || status >= procs || sandboxes == 0 {
+		t.Errorf("exe read for %d, cwd for %d and status for %d of %d processes: the random hosts do not exercise both sides",
+			exe, cwd, status, procs)
 	}
 }
 
@@ -165,7 +182,7 @@ func TestNeeds(t *testing.T) {
 		{"exe read, no rule's exe matcher takes it", "bash", "/usr/bin/bash", proc.AllFields &^ proc.FieldExe, 0},
 		{"exe read and firecracker: now the cwd", "vmm", "/usr/bin/firecracker", proc.AllFields &^ proc.FieldExe, proc.FieldCwd},
 		{"nothing unread, nothing needed", "vmm", "/usr/bin/firecracker", 0, 0},
-		{"only status unread: no rule reads status", "bash", "/usr/bin/bash", proc.FieldStatus, 0},
+		{"only status unread, no cgroup for a nested-namespace rule", "bash", "/usr/bin/bash", proc.FieldStatus, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

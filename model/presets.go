@@ -19,6 +19,7 @@ func Presets() Rules {
 	for i, r := range src {
 		c := *r
 		c.Cleanup = slices.Clone(r.Cleanup)
+		c.Reconcile = slices.Clone(r.Reconcile)
 		out[i] = &c
 	}
 	return out
@@ -39,7 +40,11 @@ const (
 	// sandbox run without containerd).
 	shimAncestor = `(?:^|/)(?:containerd-shim-[a-z0-9]+-v[0-9]+|runsc) `
 	boxID        = `[A-Za-z0-9_-]{1,128}`
-	vm0Docs      = "vm0-ai/vm0 crates/runner/src/process/discovery.rs (is_firecracker_cmdline, parse_workspace_cwd, parse_runner_cmdline), crates/sandbox-fc/src/sandbox.rs (sudo ip netns exec … firecracker, process_group(0), cwd = workspace), crates/sandbox-fc/src/paths.rs (/run/vm0/sock/<id>/), crates/runner/src/cmd/kill/orphan.rs (orphan cleanup)"
+	// ctrdIdent is a containerd namespace or container ID
+	// (containerd/containerd pkg/identifiers/validate.go: alphanumerics
+	// joined by single '.', '_' or '-').
+	ctrdIdent = `[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*`
+	vm0Docs   = "vm0-ai/vm0 crates/runner/src/process/discovery.rs (is_firecracker_cmdline, parse_workspace_cwd, parse_runner_cmdline), crates/sandbox-fc/src/sandbox.rs (sudo ip netns exec … firecracker, process_group(0), cwd = workspace), crates/sandbox-fc/src/paths.rs (/run/vm0/sock/<id>/), crates/runner/src/cmd/kill/orphan.rs (orphan cleanup)"
 )
 
 var presets = sync.OnceValue(func() Rules {
@@ -106,20 +111,22 @@ var presets = sync.OnceValue(func() Rules {
 			Doc:    "boxlite box cgroup, /boxlite/<id> as root or user.slice/user-<uid>.slice/user@<uid>.service/boxlite/<id> rootless: boxlite-ai/boxlite src/boxlite/src/jailer/cgroup.rs",
 		},
 		{
-			Name:        "cube",
-			Exe:         re(`(?:^|/)containerd-shim-cube-rs$`),
-			Flag:        "-id",
-			ExcludeArgv: re(shimHelper),
-			Supervisor:  containerd,
-			Doc:         "CubeSandbox shim with the hypervisor in-process (containerd-shim-cube-rs -namespace <ns> -id <sandbox> -address <cubelet socket>): TencentCloud/CubeSandbox CubeShim/shim/src/service/srv.rs (containerd_shim spawn), Cubelet/services/cubebox/local.go",
+			Name:          "cube",
+			Exe:           re(`(?:^|/)containerd-shim-cube-rs$`),
+			Flag:          "-id",
+			NamespaceFlag: "-namespace",
+			ExcludeArgv:   re(shimHelper),
+			Supervisor:    containerd,
+			Doc:           "CubeSandbox shim with the hypervisor in-process (containerd-shim-cube-rs -namespace <ns> -id <sandbox> -address <cubelet socket>): TencentCloud/CubeSandbox CubeShim/shim/src/service/srv.rs (containerd_shim spawn), Cubelet/services/cubebox/local.go",
 		},
 		{
-			Name:        "kata",
-			Exe:         re(`(?:^|/)containerd-shim-kata-v2$`),
-			Flag:        "-id",
-			ExcludeArgv: re(shimHelper),
-			Supervisor:  containerd,
-			Doc:         "Kata Containers shim, one per pod sandbox (containerd-shim-kata-v2 -namespace <ns> -id <sandbox> -address <containerd socket>): kata-containers/kata-containers src/runtime/cmd/containerd-shim-kata-v2/main.go, containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (daemon argv)",
+			Name:          "kata",
+			Exe:           re(`(?:^|/)containerd-shim-kata-v2$`),
+			Flag:          "-id",
+			NamespaceFlag: "-namespace",
+			ExcludeArgv:   re(shimHelper),
+			Supervisor:    containerd,
+			Doc:           "Kata Containers shim, one per pod sandbox (containerd-shim-kata-v2 -namespace <ns> -id <sandbox> -address <containerd socket>): kata-containers/kata-containers src/runtime/cmd/containerd-shim-kata-v2/main.go, containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (daemon argv)",
 		},
 		{
 			Name:       "kata",
@@ -129,12 +136,13 @@ var presets = sync.OnceValue(func() Rules {
 			Doc:        "Kata Containers QEMU (qemu-system-* -name sandbox-<id>[,debug-threads=on] … -pidfile /run/vc/vm/<id>/pid): kata-containers/kata-containers src/runtime/virtcontainers/qemu.go (govmmQemu.Config Name, PidFile)",
 		},
 		{
-			Name:        "gvisor",
-			Exe:         re(`(?:^|/)containerd-shim-runsc-v1$`),
-			Flag:        "-id",
-			ExcludeArgv: re(shimHelper),
-			Supervisor:  containerd,
-			Doc:         "gVisor's containerd shim (containerd-shim-runsc-v1 -namespace <ns> -id <id> -address <containerd socket>): google/gvisor shim/main.go, containerd/containerd core/runtime/v2/binary.go",
+			Name:          "gvisor",
+			Exe:           re(`(?:^|/)containerd-shim-runsc-v1$`),
+			Flag:          "-id",
+			NamespaceFlag: "-namespace",
+			ExcludeArgv:   re(shimHelper),
+			Supervisor:    containerd,
+			Doc:           "gVisor's containerd shim (containerd-shim-runsc-v1 -namespace <ns> -id <id> -address <containerd socket>): google/gvisor shim/main.go, containerd/containerd core/runtime/v2/binary.go",
 		},
 		{
 			Name:       "gvisor",
@@ -151,21 +159,23 @@ var presets = sync.OnceValue(func() Rules {
 			Doc:        "gVisor gofer: argv[0] set to runsc-gofer, `gofer --bundle <bundle>`; containerd names the bundle directory after the container ID: google/gvisor runsc/container/container.go (createGoferProcess)",
 		},
 		{
-			Name:        "docker",
-			Exe:         re(`(?:^|/)containerd-shim-[a-z0-9]+-v[0-9]+$`),
-			Argv:        re(`(?:^| )--?namespace[= ]moby(?: |$)`),
-			Flag:        "-id",
-			ExcludeArgv: re(shimHelper),
-			Supervisor:  containerd,
-			Doc:         "containerd shim of a Docker container: dockerd runs its containers in the containerd namespace \"moby\", and the shim's -id is the 64-hex container ID that also names its docker-<id>.scope cgroup: moby/moby libcontainerd/supervisor (namespace moby), containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand)",
+			Name:          "docker",
+			Exe:           re(`(?:^|/)containerd-shim-[a-z0-9]+-v[0-9]+$`),
+			Argv:          re(`(?:^| )--?namespace[= ]moby(?: |$)`),
+			Flag:          "-id",
+			NamespaceFlag: "-namespace",
+			ExcludeArgv:   re(shimHelper),
+			Supervisor:    containerd,
+			Doc:           "containerd shim of a Docker container: dockerd runs its containers in the containerd namespace \"moby\", and the shim's -id is the 64-hex container ID that also names its docker-<id>.scope cgroup: moby/moby libcontainerd/supervisor (namespace moby), containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand)",
 		},
 		{
-			Name:        "containerd",
-			Exe:         re(`(?:^|/)containerd-shim-[a-z0-9]+-v[0-9]+$`),
-			Flag:        "-id",
-			ExcludeArgv: re(shimHelper),
-			Supervisor:  containerd,
-			Doc:         "containerd shim v2 daemon (containerd-shim-<runtime>-v<N> -namespace <ns> -id <id> -address <socket>), not its start/delete helper runs: containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand), core/runtime/v2/binary.go, pkg/shim/util.go (Command)",
+			Name:          "containerd",
+			Exe:           re(`(?:^|/)containerd-shim-[a-z0-9]+-v[0-9]+$`),
+			Flag:          "-id",
+			NamespaceFlag: "-namespace",
+			ExcludeArgv:   re(shimHelper),
+			Supervisor:    containerd,
+			Doc:           "containerd shim v2 daemon (containerd-shim-<runtime>-v<N> -namespace <ns> -id <id> -address <socket>), not its start/delete helper runs: containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand), core/runtime/v2/binary.go, pkg/shim/util.go (Command)",
 		},
 		{
 			Name:        "kubernetes",
@@ -177,6 +187,12 @@ var presets = sync.OnceValue(func() Rules {
 			Name:   "docker",
 			Cgroup: re(`(?:^|/)docker-(?P<id>[0-9a-f]{64})\.scope(?:/|$)|(?:^|/)docker/(?P<id>[0-9a-f]{64})(?:/|$)`),
 			Doc:    "Docker container cgroup, systemd driver (system.slice/docker-<id>.scope) or cgroupfs (/docker/<id>): moby/moby daemon/oci_linux.go (WithCgroups: \"system.slice:docker:<id>\" or /docker/<id>)",
+		},
+		{
+			Name:               "containerd",
+			Cgroup:             re(`^/(?P<ns>` + ctrdIdent + `)/(?P<id>` + ctrdIdent + `)$`),
+			NestedPIDNamespace: true,
+			Doc:                "containerd container cgroup /<namespace>/<id>, the default cgroupsPath containerd gives a container (ctr run, and any client that sets none), for a container in its own pid namespace; found this way alone when its shim is gone: containerd/containerd oci/spec.go (populateDefaultUnixSpec), namespaces and IDs per pkg/identifiers/validate.go; seen here with containerd 1.6.20",
 		},
 		{
 			Name:        "machine",

@@ -59,3 +59,51 @@ func TestShortIDs(t *testing.T) {
 		t.Errorf("lone ID shortened to %q, want 12 chars", g)
 	}
 }
+
+func TestResolveNamespacesAndRuntimes(t *testing.T) {
+	v := Build(snap(
+		pr(300, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-a -id web-frontend -address /a.sock"),
+		pr(301, 300, "sh"),
+		pr(310, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-b -id web-frontend -address /a.sock"),
+		pr(320, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-a -id w3b34 -address /a.sock"),
+		pr(330, 1, "sim --sandbox w3b34"),
+		pr(340, 1, "sim --sandbox lonely-one"),
+	), rules, nil)
+	tests := []struct {
+		arg, want, errHas string
+	}{
+		{arg: "web-frontend", errHas: "\"web-frontend\" names 2 sandboxes; say which; candidates:\n  team-a/web-frontend  containerd\n  team-b/web-frontend  containerd"},
+		{arg: "web", errHas: "ambiguous"},
+		{arg: "team-a/web-frontend", want: "containerd:team-a/web-frontend"},
+		{arg: "team-b/web", want: "containerd:team-b/web-frontend"},
+		{arg: "containerd:team-b/web-frontend", want: "containerd:team-b/web-frontend"},
+		{arg: "w3b34", errHas: "candidates:\n  sim:w3b34  sim\n  team-a/w3b34  containerd"},
+		{arg: "team-a/w3b34", want: "containerd:team-a/w3b34"},
+		{arg: "sim:w3b34", want: "sim:w3b34"},
+		{arg: "lonely", want: "sim:lonely-one"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.arg, func(t *testing.T) {
+			sb, err := v.Resolve(tc.arg)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err %v, want one containing %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil || sb.Key() != tc.want {
+				t.Fatalf("got %v, %v; want %s", sb, err, tc.want)
+			}
+		})
+	}
+	names := v.ShortNames(MinShortID)
+	for _, sb := range v.Sandboxes {
+		got, err := v.Resolve(names[sb])
+		if err != nil || got != sb {
+			t.Errorf("the shown name %q resolves to %v, %v; want %s", names[sb], got, err, sb.Key())
+		}
+	}
+	if got := names[v.Sandbox("sim:w3b34")]; got != "sim:w3b34" {
+		t.Errorf("shown %q for the sim sandbox whose ID a containerd one shares", got)
+	}
+}

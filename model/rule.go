@@ -32,6 +32,16 @@ type Rule struct {
 	// IDTransform rewrites the captured ID into the runtime's own spelling
 	// (a regex can capture text but not rewrite it).
 	IDTransform IDTransform
+	// NamespaceFlag names a command-line flag whose value is the runtime's
+	// namespace ("-namespace" for a containerd shim); a named capture "ns"
+	// in any matcher does the same. A sandbox's identity is its runtime,
+	// namespace and ID: the same ID in two namespaces is two sandboxes.
+	NamespaceFlag string
+	// NestedPIDNamespace makes the rule match only a process that lives in
+	// a pid namespace below the scanned one (NSpid has more than one
+	// entry): what tells a container's cgroup, whose path alone could be
+	// anyone's, from a host service's.
+	NestedPIDNamespace bool
 	// ProcessGroup puts the matched process's whole process group in the sandbox.
 	ProcessGroup bool
 	// Supervisor tells how to find the process that owns the sandbox; a
@@ -40,11 +50,23 @@ type Rule struct {
 	// Cleanup paths are removed after an orphan is killed. "{id}" and any
 	// other named capture group ("{base}") are substituted.
 	Cleanup []string
+	// Reconcile is the runtime's own command that makes it notice a
+	// sandbox killed behind its back (podman rm -f {id}), as argv
+	// templates with the captures substituted like Cleanup. The done step
+	// prints it; kill --reconcile runs it. It comes from the rule only,
+	// never from a process's argv.
+	Reconcile []string
 	// Source says where the rule was defined: "file:line" or "preset".
 	Source string
 	// Doc is a one-line description; presets cite the runtime source the
 	// shape comes from.
 	Doc string
+}
+
+// onlyCgroup reports whether the rule recognises a process by its cgroup
+// alone: what it finds is wherever the process lives, not what it is.
+func (r *Rule) onlyCgroup() bool {
+	return r.Cgroup != nil && r.Exe == nil && r.Comm == nil && r.Argv == nil && r.Flag == "" && r.Cwd == nil
 }
 
 // Supervisor describes how a sandbox's owner is recognised.
@@ -64,6 +86,9 @@ func (s Supervisor) IsZero() bool { return s.Ancestor == nil && s.SocketFlag == 
 type Match struct {
 	Rule *Rule
 	ID   string
+	// Namespace is the runtime's namespace (containerd's -namespace), ""
+	// when the rule captured none.
+	Namespace string
 	// By names the matcher that yielded the ID: "exe", "comm", "argv",
 	// "flag", "cgroup" or "cwd".
 	By string

@@ -3,10 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -28,64 +25,6 @@ func Effective(user Rules, presets bool) Rules {
 		out = append(out, Presets()...)
 	}
 	return out
-}
-
-// systemRulesPath is the system-wide rules file; a variable so tests can
-// point it into a temporary directory.
-var systemRulesPath = "/etc/sandtop/rules.toml"
-
-// RulesPath picks the rules file: explicit when it is non-empty (it must
-// exist), else $XDG_CONFIG_HOME/sandtop/rules.toml (~/.config when the
-// variable is unset or, as the XDG Base Directory spec asks, relative),
-// else /etc/sandtop/rules.toml. It returns "" when none exists.
-func RulesPath(explicit string) (string, error) {
-	if explicit != "" {
-		if _, err := isFile(explicit); err != nil {
-			return "", fmt.Errorf("rules file: %w", err)
-		}
-		return explicit, nil
-	}
-	var candidates []string
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(dir) {
-		dir = ""
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, ".config")
-		}
-	}
-	if dir != "" {
-		candidates = append(candidates, filepath.Join(dir, "sandtop", "rules.toml"))
-	}
-	for _, p := range append(candidates, systemRulesPath) {
-		ok, err := isFile(p)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("rules file: %w", err)
-		}
-		if ok {
-			return p, nil
-		}
-	}
-	return "", nil
-}
-
-func isFile(path string) (bool, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return false, err
-	}
-	if fi.IsDir() {
-		return false, fmt.Errorf("%s is a directory", path)
-	}
-	return true, nil
-}
-
-// LoadRulesFile reads and parses one rules file.
-func LoadRulesFile(path string) (Rules, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read rules: %w", err)
-	}
-	return ParseRules(data, path)
 }
 
 // RuleError is one problem in a rules file, located by line and key.
@@ -120,7 +59,7 @@ func (e *RuleError) Unwrap() error { return e.Err }
 // ruleKeys are the keys a [[rule]] table may hold, in the order WriteTOML
 // writes them.
 var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "cwd",
-	"id_transform", "process_group", "supervisor", "cleanup"}
+	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "supervisor", "cleanup", "reconcile"}
 
 // ParseRules parses a rules file of [[rule]] tables. It reports every
 // problem it finds, each as a *RuleError on its own line naming the file,
@@ -236,12 +175,14 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 		case "id_transform":
 			s, _ := str(raw, key, fail)
 			r.IDTransform = IDTransform(s)
+		case "namespace_flag":
+			r.NamespaceFlag, _ = str(raw, key, fail)
+		case "nested_pid_namespace":
+			r.NestedPIDNamespace = boolean(raw, key, fail)
 		case "process_group":
-			if b, ok := raw[key].(bool); ok {
-				r.ProcessGroup = b
-			} else {
-				fail(key, wrongType("a boolean", raw[key]))
-			}
+			r.ProcessGroup = boolean(raw, key, fail)
+		case "reconcile":
+			r.Reconcile = strs(raw, key, fail)
 		case "cleanup":
 			r.Cleanup = strs(raw, key, fail)
 		case "supervisor":
@@ -317,6 +258,14 @@ func str(raw map[string]any, key string, fail func(string, error)) (string, bool
 	return s, ok
 }
 
+func boolean(raw map[string]any, key string, fail func(string, error)) bool {
+	b, ok := raw[key].(bool)
+	if !ok {
+		fail(key, wrongType("a boolean", raw[key]))
+	}
+	return b
+}
+
 func strs(raw map[string]any, key string, fail func(string, error)) []string {
 	arr, ok := raw[key].([]any)
 	if !ok {
@@ -374,6 +323,9 @@ func (r *Rule) problems() []problem {
 	if r.Flag != "" && !isFlagName(r.Flag) {
 		add("flag", "%q is not a flag like --id or -id", r.Flag)
 	}
+	if r.NamespaceFlag != "" && !isFlagName(r.NamespaceFlag) {
+		add("namespace_flag", "%q is not a flag like --namespace or -namespace", r.NamespaceFlag)
+	}
 	if f := r.Supervisor.SocketFlag; f != "" && !isFlagName(f) {
 		add("supervisor.socket_flag", "%q is not a flag like --address or -address", f)
 	}
@@ -391,6 +343,9 @@ func (r *Rule) problems() []problem {
 			}
 		}
 	}
+	if r.NamespaceFlag != "" {
+		captured["ns"] = true
+	}
 	for _, t := range r.Cleanup {
 		names, err := placeholders(t)
 		if err != nil {
@@ -403,6 +358,21 @@ func (r *Rule) problems() []problem {
 		for _, n := range names {
 			if !captured[n] {
 				add("cleanup", "template %q uses {%s}, which no matcher captures", t, n)
+			}
+		}
+	}
+	for i, t := range r.Reconcile {
+		names, err := placeholders(t)
+		if err != nil {
+			add("reconcile", "argument %q: %v", t, err)
+			continue
+		}
+		if i == 0 && (t == "" || len(names) > 0) {
+			add("reconcile", "the command %q must be a fixed program name", t)
+		}
+		for _, n := range names {
+			if !captured[n] {
+				add("reconcile", "argument %q uses {%s}, which no matcher captures", t, n)
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package model
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,8 +24,18 @@ func errorLines(err error) []string {
 	return []string{err.Error()}
 }
 
+// parseFile parses a rules file of testdata as the command does.
+func parseFile(t *testing.T, path string) (Rules, error) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ParseRules(data, path)
+}
+
 func TestParseRulesErrors(t *testing.T) {
-	knownKeys := "name, exe, comm, argv, exclude_argv, flag, cgroup, cwd, id_transform, process_group, supervisor, cleanup"
+	knownKeys := strings.Join(ruleKeys, ", ")
 	tests := []struct {
 		file string
 		want []string // without the "testdata/rules/" prefix
@@ -78,7 +87,7 @@ func TestParseRulesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			path := filepath.Join("testdata", "rules", tt.file)
-			rs, err := LoadRulesFile(path)
+			rs, err := parseFile(t, path)
 			if rs != nil {
 				t.Errorf("got %d rules alongside the error, want none", len(rs))
 			}
@@ -98,7 +107,7 @@ func TestParseRulesErrors(t *testing.T) {
 }
 
 func TestParseRulesValid(t *testing.T) {
-	rs, err := LoadRulesFile("testdata/rules/valid.toml")
+	rs, err := parseFile(t, "testdata/rules/valid.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,14 +160,6 @@ func TestParseRulesEmpty(t *testing.T) {
 	rs, err := ParseRules([]byte("# nothing yet\n"), "empty.toml")
 	if err != nil || len(rs) != 0 {
 		t.Errorf("empty file: %v, %v", rs, err)
-	}
-}
-
-func TestLoadRulesFileMissing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "absent.toml")
-	_, err := LoadRulesFile(path)
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
-		t.Errorf("error %v does not wrap ErrNotExist and name %s", err, path)
 	}
 }
 
@@ -216,88 +217,6 @@ socket_flag = "-address"
 	}
 	if lay.topLine("top") != 1 || lay.topLine("other") != 21 {
 		t.Errorf("top-level lines %v", lay.top)
-	}
-}
-
-func TestRulesPath(t *testing.T) {
-	write := func(t *testing.T, path string) string {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte("# rules\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	type env struct{ xdg, home, system string }
-	tests := []struct {
-		name     string
-		setup    func(t *testing.T, e env) (explicit, want string)
-		wantErr  error
-		anyError bool
-	}{
-		{"explicit wins", func(t *testing.T, e env) (string, string) {
-			write(t, filepath.Join(e.xdg, "sandtop", "rules.toml"))
-			p := write(t, filepath.Join(t.TempDir(), "mine.toml"))
-			return p, p
-		}, nil, false},
-		{"explicit must exist", func(t *testing.T, e env) (string, string) {
-			write(t, filepath.Join(e.xdg, "sandtop", "rules.toml"))
-			return filepath.Join(e.home, "nope.toml"), ""
-		}, fs.ErrNotExist, false},
-		{"xdg config home", func(t *testing.T, e env) (string, string) {
-			write(t, e.system)
-			return "", write(t, filepath.Join(e.xdg, "sandtop", "rules.toml"))
-		}, nil, false},
-		{"xdg set hides ~/.config", func(t *testing.T, e env) (string, string) {
-			write(t, filepath.Join(e.home, ".config", "sandtop", "rules.toml"))
-			return "", write(t, e.system)
-		}, nil, false},
-		{"home config when xdg unset", func(t *testing.T, e env) (string, string) {
-			t.Setenv("XDG_CONFIG_HOME", "")
-			write(t, e.system)
-			return "", write(t, filepath.Join(e.home, ".config", "sandtop", "rules.toml"))
-		}, nil, false},
-		{"relative xdg is ignored", func(t *testing.T, e env) (string, string) {
-			t.Setenv("XDG_CONFIG_HOME", "relative/dir")
-			return "", write(t, filepath.Join(e.home, ".config", "sandtop", "rules.toml"))
-		}, nil, false},
-		{"system file", func(t *testing.T, e env) (string, string) {
-			return "", write(t, e.system)
-		}, nil, false},
-		{"none", func(t *testing.T, e env) (string, string) {
-			return "", ""
-		}, nil, false},
-		{"directory in the way", func(t *testing.T, e env) (string, string) {
-			if err := os.MkdirAll(filepath.Join(e.xdg, "sandtop", "rules.toml"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			return "", ""
-		}, nil, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := env{xdg: t.TempDir(), home: t.TempDir(), system: filepath.Join(t.TempDir(), "etc", "rules.toml")}
-			t.Setenv("XDG_CONFIG_HOME", e.xdg)
-			t.Setenv("HOME", e.home)
-			old := systemRulesPath
-			systemRulesPath = e.system
-			t.Cleanup(func() { systemRulesPath = old })
-
-			explicit, want := tt.setup(t, e)
-			got, err := RulesPath(explicit)
-			switch {
-			case tt.wantErr != nil || tt.anyError:
-				if err == nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-					t.Errorf("RulesPath(%q) error %v, want %v", explicit, err, tt.wantErr)
-				}
-			case err != nil:
-				t.Errorf("RulesPath(%q): %v", explicit, err)
-			case got != want:
-				t.Errorf("RulesPath(%q) = %q, want %q", explicit, got, want)
-			}
-		})
 	}
 }
 

@@ -11,18 +11,21 @@ import (
 
 // ruleTOML is a rule as a rules file spells it.
 type ruleTOML struct {
-	Name         string          `toml:"name"`
-	Exe          string          `toml:"exe,omitempty"`
-	Comm         string          `toml:"comm,omitempty"`
-	Argv         string          `toml:"argv,omitempty"`
-	ExcludeArgv  string          `toml:"exclude_argv,omitempty"`
-	Flag         string          `toml:"flag,omitempty"`
-	Cgroup       string          `toml:"cgroup,omitempty"`
-	Cwd          string          `toml:"cwd,omitempty"`
-	IDTransform  string          `toml:"id_transform,omitempty"`
-	ProcessGroup bool            `toml:"process_group,omitempty"`
-	Cleanup      []string        `toml:"cleanup,omitempty"`
-	Supervisor   *supervisorTOML `toml:"supervisor,omitempty"`
+	Name               string          `toml:"name"`
+	Exe                string          `toml:"exe,omitempty"`
+	Comm               string          `toml:"comm,omitempty"`
+	Argv               string          `toml:"argv,omitempty"`
+	ExcludeArgv        string          `toml:"exclude_argv,omitempty"`
+	Flag               string          `toml:"flag,omitempty"`
+	Cgroup             string          `toml:"cgroup,omitempty"`
+	Cwd                string          `toml:"cwd,omitempty"`
+	NamespaceFlag      string          `toml:"namespace_flag,omitempty"`
+	NestedPIDNamespace bool            `toml:"nested_pid_namespace,omitempty"`
+	IDTransform        string          `toml:"id_transform,omitempty"`
+	ProcessGroup       bool            `toml:"process_group,omitempty"`
+	Cleanup            []string        `toml:"cleanup,omitempty"`
+	Reconcile          []string        `toml:"reconcile,omitempty"`
+	Supervisor         *supervisorTOML `toml:"supervisor,omitempty"`
 }
 
 type supervisorTOML struct {
@@ -40,17 +43,20 @@ func reString(re *regexp.Regexp) string {
 
 func (r *Rule) toTOML() ruleTOML {
 	t := ruleTOML{
-		Name:         r.Name,
-		Exe:          reString(r.Exe),
-		Comm:         reString(r.Comm),
-		Argv:         reString(r.Argv),
-		ExcludeArgv:  reString(r.ExcludeArgv),
-		Flag:         r.Flag,
-		Cgroup:       reString(r.Cgroup),
-		Cwd:          reString(r.Cwd),
-		IDTransform:  string(r.IDTransform),
-		ProcessGroup: r.ProcessGroup,
-		Cleanup:      r.Cleanup,
+		Name:               r.Name,
+		Exe:                reString(r.Exe),
+		Comm:               reString(r.Comm),
+		Argv:               reString(r.Argv),
+		ExcludeArgv:        reString(r.ExcludeArgv),
+		Flag:               r.Flag,
+		Cgroup:             reString(r.Cgroup),
+		Cwd:                reString(r.Cwd),
+		NamespaceFlag:      r.NamespaceFlag,
+		NestedPIDNamespace: r.NestedPIDNamespace,
+		IDTransform:        string(r.IDTransform),
+		ProcessGroup:       r.ProcessGroup,
+		Cleanup:            r.Cleanup,
+		Reconcile:          r.Reconcile,
 	}
 	if !r.Supervisor.IsZero() {
 		t.Supervisor = &supervisorTOML{

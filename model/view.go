@@ -67,10 +67,16 @@ type View struct {
 	byMember map[proc.Identity]int32
 }
 
-// Sandbox is one sandbox: a set of processes that share an ID.
+// Sandbox is one sandbox: a set of processes that share an identity, which
+// is the runtime, the runtime's namespace (if it has one) and the ID. Two
+// containerd namespaces can each hold a container "web", and two runtimes
+// can happen to pick the same ID: those are different sandboxes.
 type Sandbox struct {
 	ID      string
 	Runtime string
+	// Namespace is the runtime's namespace (containerd's -namespace, the
+	// first component of its /<ns>/<id> cgroup), "" when it has none.
+	Namespace string
 	// Aliases are other IDs folded into this sandbox (a pod's sandbox ID,
 	// under its pod UID).
 	Aliases []string
@@ -103,9 +109,14 @@ type Sandbox struct {
 	Orphan  bool
 	Zombies int
 	// Dead is true when every member is a zombie.
-	Dead   bool
-	Paused bool
-	Badges []Badge
+	Dead bool
+	// CgroupOnly is true when nothing but a cgroup a rule recognised names
+	// the sandbox, although its runtime has rules for its root process (a
+	// shim, conmon, bwrap): the root and its supervisor are gone, and the
+	// sandbox is an orphan.
+	CgroupOnly bool
+	Paused     bool
+	Badges     []Badge
 	// Cleanup is the rule's cleanup paths with captures substituted.
 	Cleanup []string
 
@@ -115,6 +126,7 @@ type Sandbox struct {
 	// are every rule that recognised a member. What a refresh needs to
 	// judge the sandbox again without building it.
 	idx       int32
+	key       string
 	supOrphan bool
 	socket    string
 	rules     []*Rule
@@ -139,12 +151,58 @@ type Member struct {
 	ord, sb int32
 }
 
-// Sandbox returns the sandbox with exactly this ID, or nil.
-func (v *View) Sandbox(id string) *Sandbox {
-	if i, ok := v.byID[id]; ok {
+// Name is the sandbox's qualified ID: "namespace/id", or the ID when the
+// runtime has no namespace. It is what list shows and what kill accepts.
+func (s *Sandbox) Name() string { return qualify(s.Namespace, s.ID) }
+
+// Key is the sandbox's identity in one string, unique within a view:
+// "runtime:namespace/id" (or "runtime:id"). Use it wherever a sandbox is
+// remembered across refreshes (selection, tags, plans).
+func (s *Sandbox) Key() string {
+	if s.key != "" {
+		return s.key
+	}
+	return s.Runtime + ":" + s.Name()
+}
+
+func qualify(ns, id string) string {
+	if ns == "" {
+		return id
+	}
+	return ns + "/" + id
+}
+
+// Sandbox returns the sandbox with this Key, or else the only one with
+// this Name or ID; nil when there is none or the name is ambiguous
+// (Resolve says why).
+func (v *View) Sandbox(name string) *Sandbox {
+	if i, ok := v.byID[name]; ok {
+		return v.Sandboxes[i]
+	}
+	if hits := v.named(name); len(hits) == 1 {
+		return hits[0]
+	}
+	return nil
+}
+
+// byKey returns the sandbox with this Key (or the namespaced one that
+// absorbed the matches of this un-namespaced key), or nil.
+func (v *View) byKey(key string) *Sandbox {
+	if i, ok := v.byID[key]; ok {
 		return v.Sandboxes[i]
 	}
 	return nil
+}
+
+// named lists the sandboxes whose Name or ID is name.
+func (v *View) named(name string) []*Sandbox {
+	var hits []*Sandbox
+	for _, sb := range v.Sandboxes {
+		if sb.ID == name || (sb.Namespace != "" && sb.Name() == name) {
+			hits = append(hits, sb)
+		}
+	}
+	return hits
 }
 
 // SandboxOf returns the sandbox a process belongs to, or nil.

@@ -18,15 +18,20 @@ type AuditRecord struct {
 	UID int    `json:"uid"`
 	TTY string `json:"tty"`
 	// Via names the front end: "kill" or "tui".
-	Via      string         `json:"via"`
-	Target   string         `json:"target"`
-	Runtime  string         `json:"runtime"`
-	RootPID  int            `json:"root_pid"`
-	Cgroup   string         `json:"cgroup,omitempty"`
-	Strategy string         `json:"strategy"`
-	Members  []AuditProcess `json:"members"`
-	Cleanup  []string       `json:"cleanup,omitempty"`
-	Totals   Totals         `json:"totals"`
+	Via string `json:"via"`
+	// Target is the sandbox's Name (namespace/id) or "pid N"; Key, ID
+	// and Namespace say which sandbox exactly (empty for a subtree).
+	Target    string         `json:"target"`
+	Key       string         `json:"key,omitempty"`
+	ID        string         `json:"id,omitempty"`
+	Namespace string         `json:"namespace,omitempty"`
+	Runtime   string         `json:"runtime"`
+	RootPID   int            `json:"root_pid"`
+	Cgroup    string         `json:"cgroup,omitempty"`
+	Strategy  string         `json:"strategy"`
+	Members   []AuditProcess `json:"members"`
+	Cleanup   []string       `json:"cleanup,omitempty"`
+	Totals    Totals         `json:"totals"`
 }
 
 // AuditProcess names a planned process by identity.
@@ -42,6 +47,9 @@ func NewAuditRecord(via string, p *Plan, t Totals) AuditRecord {
 		Time: time.Now().UTC(), UID: os.Getuid(), TTY: controllingTTY(), Via: via,
 		Target: p.Target, Runtime: p.Runtime, RootPID: p.RootPID, Cgroup: p.Cgroup,
 		Strategy: p.Strategy(), Cleanup: p.Cleanup, Totals: t,
+	}
+	if p.Sandbox != nil {
+		rec.Key, rec.ID, rec.Namespace = p.Key, p.Sandbox.ID, p.Sandbox.Namespace
 	}
 	for _, m := range p.Members {
 		rec.Members = append(rec.Members, AuditProcess{PID: m.PID, Start: m.Start, Comm: m.Comm})

@@ -119,7 +119,7 @@ func (r *run) cgroupNotOurs(snap *proc.Snapshot) string {
 		}
 	}
 	v := model.Build(snap, r.e.rules, r.p.View)
-	sb := v.Sandbox(r.p.Target)
+	sb := v.Sandbox(r.p.Key)
 	for _, p := range snap.Procs {
 		if p.Zombie() || (p.Cgroup != r.p.Cgroup && !strings.HasPrefix(p.Cgroup, r.p.Cgroup+"/")) {
 			continue

@@ -127,7 +127,7 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []st
 	if r.p.Sandbox != nil {
 		// Built on the plan's view, so members keep their attribution
 		// while their identity lives, wherever they have wandered.
-		if sb := model.Build(snap, r.e.rules, r.p.View).Sandbox(r.p.Target); sb != nil {
+		if sb := model.Build(snap, r.e.rules, r.p.View).Sandbox(r.p.Key); sb != nil {
 			for _, m := range sb.Members {
 				in[m.PID] = m.Process
 			}
@@ -269,7 +269,7 @@ func (r *run) cleanup(ctx context.Context, clean bool) {
 }
 
 func (r *run) removePath(path string) {
-	if !model.SafeCleanupPath(path, r.p.Target) {
+	if !model.SafeCleanupPath(path, r.p.Sandbox.ID) {
 		r.event(Event{Step: StepCleanup, Status: Fail, Detail: "refused to remove " + path + ": a cleanup path must be absolute, clean, and name the sandbox ID"})
 		return
 	}

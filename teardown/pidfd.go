@@ -1,6 +1,3 @@
-// Package teardown is the only sandtop package that sends signals or writes
-// cgroup files. Every signal goes through a Pinned process, so a remembered
-// identity (pid + start time) can only ever reach the process it named.
 package teardown
 
 import (

@@ -22,8 +22,12 @@ const DefaultDeadline = 5 * time.Second
 // Plan is what a teardown will do, made from one model view. It is what the
 // operator confirms, so it must say everything that will be touched.
 type Plan struct {
-	// Target is the sandbox ID, or "pid N" for a process subtree.
-	Target  string
+	// Target names the target for people: the sandbox's Name
+	// ("namespace/id", or the ID), or "pid N" for a process subtree.
+	Target string
+	// Key is the sandbox's Key (runtime:namespace/id), "" for a subtree:
+	// what the verify scans look the sandbox up by.
+	Key     string
 	Runtime string
 	// Sandbox is the target sandbox; nil for a subtree.
 	Sandbox *model.Sandbox
@@ -91,7 +95,8 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		return nil, fmt.Errorf("sandbox %s: %w", sb.ID, err)
 	}
 	p := &Plan{
-		Target:         sb.ID,
+		Target:         sb.Name(),
+		Key:            sb.Key(),
 		Runtime:        sb.Runtime,
 		Sandbox:        sb,
 		RootPID:        sb.Root.PID,

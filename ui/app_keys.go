@@ -236,7 +236,7 @@ func (m *Model) expandAll() {
 		clear(m.expanded)
 	} else {
 		for _, sb := range m.view.Sandboxes {
-			m.expanded[sb.ID] = true
+			m.expanded[sb.Key()] = true
 		}
 	}
 	m.rebuild()

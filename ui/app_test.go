@@ -56,10 +56,10 @@ func TestProgramNavigation(t *testing.T) {
 	waitFor(t, tm, `filter "nginx": 1 of 4 sandboxes`)
 
 	fm := finalModel(t, tm)
-	if got := selectedKey(fm); got != (rowKey{sandbox: idShim}) {
+	if got := selectedKey(fm); got != (rowKey{sandbox: sk(idShim)}) {
 		t.Errorf("cursor on %+v, want the pod", got)
 	}
-	if fm.expanded[idShim] || fm.showDetail || fm.tree || fm.sort != sortCPU || fm.filterQ != "nginx" {
+	if fm.expanded[sk(idShim)] || fm.showDetail || fm.tree || fm.sort != sortCPU || fm.filterQ != "nginx" {
 		t.Errorf("end state: expanded %v detail %v tree %v sort %v filter %q",
 			fm.expanded, fm.showDetail, fm.tree, fm.sort, fm.filterQ)
 	}
@@ -110,7 +110,7 @@ func TestProgramKillStreams(t *testing.T) {
 	waitFor(t, tm, "teardown finished")
 	fm := finalModel(t, tm)
 
-	if find(fm.table.rows, rowKey{sandbox: idOrphan}) >= 0 {
+	if find(fm.table.rows, rowKey{sandbox: sk(idOrphan)}) >= 0 {
 		t.Errorf("the torn-down sandbox is still listed")
 	}
 	if got := k.runs(); len(got) != 1 || got[0] != idOrphan {

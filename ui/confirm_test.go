@@ -56,7 +56,7 @@ func TestConfirm(t *testing.T) {
 			keys: append([]string{"ctrl+t"}, append(spell("c0ff"), "enter")...), ran: []string{idShim}},
 		{name: "a tagged process inside a tagged sandbox is not planned twice", target: func(t *testing.T, m *Model) {
 			settle(m, keys("e")...)
-			m.tags[rowKey{sandbox: idShim}] = true
+			m.tags[rowKey{sandbox: sk(idShim)}] = true
 			m.tags[memberKey(m, idShim, 302)] = true
 		}, keys: []string{"y"}, ran: []string{idShim}, grace: 5 * time.Second},
 	} {
@@ -105,13 +105,13 @@ func TestConfirm(t *testing.T) {
 }
 
 func sel(id string) func(*testing.T, *Model) {
-	return func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: id}) }
+	return func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: sk(id)}) }
 }
 
 func tag(ids ...string) func(*testing.T, *Model) {
 	return func(t *testing.T, m *Model) {
 		for _, id := range ids {
-			cursorTo(t, m, rowKey{sandbox: id})
+			cursorTo(t, m, rowKey{sandbox: sk(id)})
 			settle(m, keys(" ")...)
 		}
 	}
@@ -143,7 +143,7 @@ func TestSecondTeardownRefused(t *testing.T) {
 	}{
 		{"the sandbox", sel(idShim)},
 		{"a process inside it", func(t *testing.T, m *Model) {
-			m.expanded[idShim] = true
+			m.expanded[sk(idShim)] = true
 			m.rebuild()
 			cursorTo(t, m, memberKey(m, idShim, 303))
 		}},

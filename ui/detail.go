@@ -93,10 +93,17 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		rule = fmt.Sprintf("%s (%s), ID captured by its %s matcher", sb.Rule.Name, sb.Rule.Source, sb.MatchedBy)
 	}
 	add("runtime", sb.Runtime)
+	if sb.Namespace != "" {
+		add("namespace", sb.Namespace)
+	}
 	add("rule", rule)
 	root := sb.Root.Process
-	add("root", fmt.Sprintf("pid %d %s, started %s (%s ago)", root.PID, format.Command(root.Argv, root.Comm),
-		snap.StartTime(root).Format(timeLayout), format.Age(c.view.Time.Sub(snap.StartTime(root)))))
+	rootText := fmt.Sprintf("pid %d %s, started %s (%s ago)", root.PID, format.Command(root.Argv, root.Comm),
+		snap.StartTime(root).Format(timeLayout), format.Age(c.view.Time.Sub(snap.StartTime(root))))
+	if sb.CgroupOnly {
+		rootText = "gone (no " + sb.Runtime + " shim or monitor left); oldest process left: " + rootText
+	}
+	add("root", rootText)
 	procs := strconv.Itoa(len(sb.Members))
 	if sb.Zombies > 0 {
 		procs += fmt.Sprintf(" (%d zombies)", sb.Zombies)
@@ -141,7 +148,7 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		}
 		add("captures", strings.Join(keys, " "))
 	}
-	return "sandbox " + sb.ID, l
+	return "sandbox " + sb.Name(), l
 }
 
 // supervisorText is a supervisor note shown under the "supervisor" key:
@@ -169,7 +176,7 @@ func (d detail) process(r *row, c *rowCtx, inner int) (string, []string) {
 	add := func(k, v string) { l = append(l, d.kv(k, v, inner)...) }
 
 	if r.m != nil {
-		in := fmt.Sprintf("%s (%s), joined by %s", r.sb.ID, r.sb.Runtime, r.m.Via)
+		in := fmt.Sprintf("%s (%s), joined by %s", r.sb.Name(), r.sb.Runtime, r.m.Via)
 		if r.m.Orphan {
 			in += "; re-parented away from its tree (orphan)"
 		}

@@ -401,3 +401,13 @@ func cursorTo(t testing.TB, m *Model, k rowKey) {
 	m.table.cursor = i
 	m.table.clamp()
 }
+
+// sk is the sandbox Key of a fixture ID: its runtime and the ID (the
+// fixture rules name no namespace).
+func sk(id string) string {
+	switch id {
+	case idVM0, idOrphan:
+		return "vm0:" + id
+	}
+	return "containerd:" + id
+}

@@ -27,7 +27,7 @@ func TestViewGolden(t *testing.T) {
 		{name: "expanded_tree", w: 120, h: 30, steps: press("e"), want: []string{"└─ nginx: master", "   ├─ nginx: worker"}},
 		{name: "flat_by_cpu", w: 120, h: 30, steps: press("e", "t", "s"), want: []string{"sort cpu · flat"}},
 		{name: "detail_sandbox", w: 120, h: 36, steps: func(t *testing.T, m *Model) {
-			cursorTo(t, m, rowKey{sandbox: idOrphan})
+			cursorTo(t, m, rowKey{sandbox: sk(idOrphan)})
 			settle(m, keys("enter")...)
 		}, want: []string{"no ancestor within 16 levels", "/run/vm0/sock/" + idOrphan, "rules.toml:1"}},
 		{name: "detail_process", w: 120, h: 36, steps: func(t *testing.T, m *Model) {
@@ -46,14 +46,14 @@ func TestViewGolden(t *testing.T) {
 			settle(m, keys("enter")...)
 		}, want: []string{`filter "badge:orphan": 2 of 4 sandboxes`}},
 		{name: "confirm_sandbox", w: 120, h: 30, steps: func(t *testing.T, m *Model) {
-			cursorTo(t, m, rowKey{sandbox: idOrphan})
+			cursorTo(t, m, rowKey{sandbox: sk(idOrphan)})
 			settle(m, keys("K")...)
 		}, want: []string{"Tear down sandbox " + idOrphan, "[> Cancel <]", "orphan: then removes /run/vm0/sock/" + idOrphan}},
 		{name: "confirm_typed", w: 120, h: 34, steps: func(t *testing.T, m *Model) {
 			settle(m, keys(" ", " ", "K")...)
 		}, want: []string{`Type "yes" to confirm`, "2 targets"}},
 		{name: "teardown_log", w: 120, h: 34, steps: func(t *testing.T, m *Model) {
-			cursorTo(t, m, rowKey{sandbox: idPaused})
+			cursorTo(t, m, rowKey{sandbox: sk(idPaused)})
 			settle(m, keys("K", "t", "y")...)
 		}, want: []string{"[OK]", "teardown finished", "audit: appended to"}},
 		{name: "read_only", w: 120, h: 20, readOnly: true, steps: press("K"), want: []string{"[READ-ONLY]", "read-only mode: killing is disabled"}},
@@ -110,5 +110,5 @@ func press(k ...string) func(*testing.T, *Model) {
 
 // memberKey is the row key of a sandbox member in the current view.
 func memberKey(m *Model, sandbox string, pid int) rowKey {
-	return rowKey{sandbox: sandbox, id: m.view.Snapshot.ByPID[pid].ID()}
+	return rowKey{sandbox: sk(sandbox), id: m.view.Snapshot.ByPID[pid].ID()}
 }

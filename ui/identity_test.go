@@ -46,22 +46,22 @@ func TestCursorFollowsIdentity(t *testing.T) {
 	}{
 		{
 			name:  "sandbox row, a sandbox inserted above",
-			setup: func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: idShim}) },
+			setup: func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: sk(idShim)}) },
 			next:  func(v *model.View) *model.View { return rebuilt(v, 2*time.Second, nil, newcomer) },
-			want:  func(*Model) rowKey { return rowKey{sandbox: idShim} },
+			want:  func(*Model) rowKey { return rowKey{sandbox: sk(idShim)} },
 			moves: true,
 		},
 		{
 			name: "sandbox row, reordered by CPU",
 			sort: true,
 			setup: func(t *testing.T, m *Model) {
-				cursorTo(t, m, rowKey{sandbox: idOrphan})
+				cursorTo(t, m, rowKey{sandbox: sk(idOrphan)})
 			},
 			next: func(v *model.View) *model.View {
 				// The orphan burns 300 ticks in a second and jumps to the top.
 				return rebuilt(v, 2*time.Second, nil, pr(210, 1, 26*time.Hour, "/usr/bin/firecracker --api-sock /run/vm0/sock/"+idOrphan+"/api.sock", ticks(90_300)))
 			},
-			want:  func(*Model) rowKey { return rowKey{sandbox: idOrphan} },
+			want:  func(*Model) rowKey { return rowKey{sandbox: sk(idOrphan)} },
 			moves: true,
 		},
 		{
@@ -81,7 +81,7 @@ func TestCursorFollowsIdentity(t *testing.T) {
 				cursorTo(t, m, memberKey(m, idShim, 304))
 			},
 			next: func(v *model.View) *model.View { return rebuilt(v, 2*time.Second, []int{304}, newcomer) },
-			want: func(*Model) rowKey { return rowKey{sandbox: idShim} },
+			want: func(*Model) rowKey { return rowKey{sandbox: sk(idShim)} },
 		},
 		{
 			name: "pid reused by another process: not the same row",
@@ -92,13 +92,13 @@ func TestCursorFollowsIdentity(t *testing.T) {
 			next: func(v *model.View) *model.View {
 				return rebuilt(v, 2*time.Second, nil, pr(304, 302, time.Second, "nginx: worker process", cg("/kubepods/"+idShim)))
 			},
-			want: func(*Model) rowKey { return rowKey{sandbox: idShim} },
+			want: func(*Model) rowKey { return rowKey{sandbox: sk(idShim)} },
 		},
 		{
 			name:  "sandbox gone: the nearest row",
-			setup: func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: idOrphan}) },
+			setup: func(t *testing.T, m *Model) { cursorTo(t, m, rowKey{sandbox: sk(idOrphan)}) },
 			next:  func(v *model.View) *model.View { return rebuilt(v, 2*time.Second, []int{210, 211}) },
-			want:  func(*Model) rowKey { return rowKey{sandbox: idShim} },
+			want:  func(*Model) rowKey { return rowKey{sandbox: sk(idShim)} },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,9 +111,9 @@ func TestCursorFollowsIdentity(t *testing.T) {
 				settle(m, keys("s")...) // cpu
 			}
 			tc.setup(t, m)
-			m.expanded[idVM0] = true // expansion must follow the ID too
+			m.expanded[sk(idVM0)] = true // expansion must follow the ID too
 			m.rebuild()
-			tagged := rowKey{sandbox: idPaused}
+			tagged := rowKey{sandbox: sk(idPaused)}
 			m.tags[tagged] = true
 
 			before := m.table.cursor
@@ -126,7 +126,7 @@ func TestCursorFollowsIdentity(t *testing.T) {
 			if tc.moves && m.table.cursor == before {
 				t.Errorf("the row stayed at index %d: the case proves nothing", before)
 			}
-			if i := find(m.table.rows, rowKey{sandbox: idVM0}); i < 0 || !m.table.rows[i].open {
+			if i := find(m.table.rows, rowKey{sandbox: sk(idVM0)}); i < 0 || !m.table.rows[i].open {
 				t.Errorf("sandbox %s lost its expansion", idVM0)
 			}
 			if !m.tags[tagged] {
@@ -143,7 +143,7 @@ func TestConfirmHoldsTheList(t *testing.T) {
 	src := &fakeSource{views: views}
 	m := newTestModel(t, src, &fakeKiller{})
 	settle(m, size(120, 40), m.Init()())
-	cursorTo(t, m, rowKey{sandbox: idShim})
+	cursorTo(t, m, rowKey{sandbox: sk(idShim)})
 	settle(m, keys("K")...)
 	if m.mode != modeConfirm {
 		t.Fatalf("K did not open the confirmation")
@@ -154,7 +154,7 @@ func TestConfirmHoldsTheList(t *testing.T) {
 	if src.calls != 2 {
 		t.Fatalf("the tick did not scan (%d scans)", src.calls)
 	}
-	if m.view != before || find(m.table.rows, rowKey{sandbox: idShim}) < 0 {
+	if m.view != before || find(m.table.rows, rowKey{sandbox: sk(idShim)}) < 0 {
 		t.Errorf("the list changed while the confirmation was open")
 	}
 	if !m.headerState().held {
@@ -164,7 +164,7 @@ func TestConfirmHoldsTheList(t *testing.T) {
 	if m.mode != modeNormal || m.view == before {
 		t.Fatalf("cancel did not show the held scan")
 	}
-	if find(m.table.rows, rowKey{sandbox: idShim}) >= 0 {
+	if find(m.table.rows, rowKey{sandbox: sk(idShim)}) >= 0 {
 		t.Errorf("the gone sandbox is still listed after the held scan was applied")
 	}
 }

@@ -82,7 +82,7 @@ func dropCovered(ts []Target, v *model.View) []Target {
 	out := ts[:0]
 	for _, t := range ts {
 		if t.Sandbox == "" {
-			if sb := v.SandboxOf(t.Process); sb != nil && whole[sb.ID] {
+			if sb := v.SandboxOf(t.Process); sb != nil && whole[sb.Key()] {
 				continue
 			}
 		}
@@ -166,7 +166,7 @@ func (m *Model) startBatch(plans []*teardown.Plan) tea.Cmd {
 			m.busy[mb.Identity] = b.id
 		}
 		if p.Sandbox != nil {
-			delete(m.tags, rowKey{sandbox: p.Target})
+			delete(m.tags, rowKey{sandbox: p.Key})
 		} else if len(p.Members) > 0 {
 			root := p.Members[len(p.Members)-1].Identity
 			for k := range m.tags {

@@ -96,11 +96,7 @@ func buildRows(in rowsInput) []row {
 	if v == nil {
 		return nil
 	}
-	ids := make([]string, len(v.Sandboxes))
-	for i, sb := range v.Sandboxes {
-		ids[i] = sb.ID
-	}
-	short := model.ShortIDs(ids, model.MinShortID)
+	short := v.ShortNames(model.MinShortID)
 
 	type group struct {
 		sb *model.Sandbox
@@ -119,19 +115,19 @@ func buildRows(in rowsInput) []row {
 		}
 		groups = append(groups, g)
 		total++
-		if in.expanded[sb.ID] {
+		if in.expanded[sb.Key()] {
 			total += len(sb.Members)
 		}
 	}
 	slices.SortStableFunc(groups, func(a, b group) int {
-		return cmp.Or(compareStats(in.sort, &a.st, &b.st), strings.Compare(a.sb.ID, b.sb.ID))
+		return cmp.Or(compareStats(in.sort, &a.st, &b.st), strings.Compare(a.sb.ID, b.sb.ID), strings.Compare(a.sb.Key(), b.sb.Key()))
 	})
 
 	rows := make([]row, 0, total+1)
 	for i := range groups {
 		g := &groups[i]
-		open := in.expanded[g.sb.ID]
-		rows = append(rows, row{kind: rowSandbox, key: rowKey{sandbox: g.sb.ID}, sb: g.sb, st: &g.st, short: short[g.sb.ID], open: open})
+		open := in.expanded[g.sb.Key()]
+		rows = append(rows, row{kind: rowSandbox, key: rowKey{sandbox: g.sb.Key()}, sb: g.sb, st: &g.st, short: short[g.sb], open: open})
 		if !open {
 			continue
 		}
@@ -143,7 +139,7 @@ func buildRows(in rowsInput) []row {
 			})
 		}
 		for _, m := range members {
-			r := row{kind: rowMember, key: rowKey{sandbox: g.sb.ID, id: m.ID()}, sb: g.sb, p: m.Process, m: m}
+			r := row{kind: rowMember, key: rowKey{sandbox: g.sb.Key(), id: m.ID()}, sb: g.sb, p: m.Process, m: m}
 			if in.tree {
 				r.prefix = format.TreePrefix(m)
 			}

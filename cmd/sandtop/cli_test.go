@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,9 +19,23 @@ import (
 	"github.com/sandtop/sandtop/teardown"
 )
 
+// envRunArgs makes the test binary run sandtop itself: its value is the
+// arguments as a JSON array. Tests use it to run sandtop as another user.
+const envRunArgs = "SANDTOP_TEST_RUN_ARGS"
+
 // TestMain lets the test binary serve as the sandsim fleet's processes and
-// reap whatever a fleet strands.
-func TestMain(m *testing.M) { fleet.Main(m) }
+// reap whatever a fleet strands, or as sandtop itself (envRunArgs).
+func TestMain(m *testing.M) {
+	if env, ok := os.LookupEnv(envRunArgs); ok {
+		var args []string
+		if err := json.Unmarshal([]byte(env), &args); err != nil {
+			fmt.Fprintln(os.Stderr, envRunArgs+":", err)
+			os.Exit(exitUsage)
+		}
+		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
+	}
+	fleet.Main(m)
+}
 
 // sandtop runs the command in-process and returns its exit code and output.
 func sandtop(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -248,7 +263,7 @@ func TestKillCommand(t *testing.T) {
 		code         int
 	}{
 		{"unknown ID", `no sandbox ID starts with "ffffdead"`, []string{"kill", "--force", "ffffdead"}, exitUsage},
-		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  " + idA, []string{"kill", "--force", "aaaa"}, exitUsage},
+		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  k8s.io/" + idA, []string{"kill", "--force", "aaaa"}, exitUsage},
 		{"empty argument", "empty sandbox ID", []string{"kill", "--force", ""}, exitUsage},
 		{"one bad ID stops them all", "no sandbox ID", []string{"kill", "--force", idA, "ffffdead"}, exitUsage},
 		{"no terminal without --force", "use --force", []string{"kill", idA}, exitUsage},
@@ -268,7 +283,7 @@ func TestKillCommand(t *testing.T) {
 	}
 	t.Run("dry run prints the plan and signals nothing", func(t *testing.T) {
 		code, out, _ := sandtop(t, "kill", "--dry-run", idA[:len(idA)-1]+"1")
-		if code != 0 || !strings.Contains(out, "target:     "+idA) || !strings.Contains(out, "steps:") {
+		if code != 0 || !strings.Contains(out, "target:     k8s.io/"+idA) || !strings.Contains(out, "steps:") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		stillAlive("a")
@@ -308,7 +323,7 @@ func TestKillCommand(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		var rec teardown.AuditRecord
-		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.Target != idA || rec.Via != "kill" || len(rec.Members) == 0 {
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &rec) != nil || rec.ID != idA || rec.Target != "k8s.io/"+idA || rec.Key != "containerd:k8s.io/"+idA || rec.Via != "kill" || len(rec.Members) == 0 {
 			t.Errorf("audit log: %q", b)
 		}
 	})

@@ -151,10 +151,10 @@ func makePlans(v *model.View, eng *teardown.Engine, o *killOpts, args []string) 
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		if seen[sb.ID] {
+		if seen[sb.Key()] {
 			continue
 		}
-		seen[sb.ID] = true
+		seen[sb.Key()] = true
 		p, err := teardown.PlanSandbox(v, sb, po)
 		if err != nil {
 			return nil, usageErr(err)
@@ -204,15 +204,17 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 		return nil
 	}
 	var out []string
+	names := v.ShortNames(model.MinShortID)
 	for _, sb := range v.Sandboxes {
-		if !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, sb.ID) {
+		name := v.FullName(sb)
+		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) {
 			continue
 		}
 		desc := fmt.Sprintf("%s, %d processes", sb.Runtime, len(sb.Members))
 		if len(sb.Badges) > 0 {
 			desc += ", " + badges(sb.Badges)
 		}
-		out = append(out, sb.ID+"\t"+desc)
+		out = append(out, name+"\t"+desc)
 	}
 	return out
 }

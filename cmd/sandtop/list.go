@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -42,9 +41,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 			}
 			out := cmd.OutOrStdout()
 			if o.json {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v.Document(o.all))
+				return v.Document(o.all).Encode(out)
 			}
 			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil
@@ -59,11 +56,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 
 func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 	r := st.Renderer()
-	ids := make([]string, len(v.Sandboxes))
-	for i, sb := range v.Sandboxes {
-		ids[i] = sb.ID
-	}
-	short := model.ShortIDs(ids, model.MinShortID)
+	short := v.ShortNames(model.MinShortID)
 	snap := v.Snapshot
 
 	var rows [][]string
@@ -75,7 +68,7 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 			rss += m.RSS
 		}
 		rows = append(rows, []string{
-			short[sb.ID], sb.Runtime, strconv.Itoa(len(sb.Members)), strconv.Itoa(sb.Root.PID),
+			short[sb], sb.Runtime, strconv.Itoa(len(sb.Members)), strconv.Itoa(sb.Root.PID),
 			format.CPUTime(float64(ticks) / float64(max(snap.ClockTicks, 1))),
 			format.Bytes(rss), format.Age(v.Time.Sub(snap.StartTime(sb.Root.Process))),
 			st.Badges(sb.Badges),

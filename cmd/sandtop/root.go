@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +39,24 @@ type globals struct {
 	sysRoot   string
 	rulesPath string
 	noPresets bool
+	verbose   bool
+
+	// stderr is where -v notes go (the command's error stream).
+	stderr func() io.Writer
+	// noted holds the -v notes already said, each said once per run.
+	noted map[string]bool
+}
+
+// note says msg on stderr with -v, once per run.
+func (g *globals) note(msg string) {
+	if !g.verbose || g.noted[msg] {
+		return
+	}
+	if g.noted == nil {
+		g.noted = map[string]bool{}
+	}
+	g.noted[msg] = true
+	fmt.Fprintln(g.stderr(), "sandtop:", msg)
 }
 
 func run(args []string, in io.Reader, out, errOut io.Writer) int {
@@ -72,6 +91,7 @@ orphan, zombie and paused badges, and tears them down safely.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	g.stderr = root.ErrOrStderr
 	tui := &tuiOpts{}
 	root.Args = cobra.NoArgs
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return runTUI(cmd, g, tui) }
@@ -82,19 +102,26 @@ orphan, zombie and paused badges, and tears them down safely.`,
 	_ = pf.MarkHidden("sys-root")
 	pf.StringVar(&g.rulesPath, "rules", "", "rules file (default $XDG_CONFIG_HOME/sandtop/rules.toml, then /etc/sandtop/rules.toml)")
 	pf.BoolVar(&g.noPresets, "no-presets", false, "use only the rules file, not the built-in presets")
-	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g))
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "say on stderr what sandtop chose for you (a default rules file it could not read and skipped)")
+	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g), newServeCmd(g), newConfigCmd())
 	return root
 }
 
 // rules loads the effective rules: the user's file first, then the presets.
 func (g *globals) rules() (model.Rules, error) {
-	path, err := model.RulesPath(g.rulesPath)
+	path, data, err := readRules(g.rulesPath, func(p string, err error) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		g.note(fmt.Sprintf("skipping rules file %s: %v (a default rules file that cannot be read counts as absent)", p, err))
+	})
 	if err != nil {
 		return nil, usageErr(err)
 	}
 	var user model.Rules
 	if path != "" {
-		if user, err = model.LoadRulesFile(path); err != nil {
+		if user, err = model.ParseRules(data, path); err != nil {
 			return nil, usageErr(err)
 		}
 	}

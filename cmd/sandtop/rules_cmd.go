@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/sandtop/sandtop/model"
 )
 
 func newRulesCmd(g *globals) *cobra.Command {
@@ -37,6 +35,11 @@ matcher captured it, or the value of flag.
   cgroup        regex on the cgroup v2 path (the v1 freezer path without v2)
   cwd           regex on the working directory
   id_transform  "underscore-to-dash" or "systemd-unescape", applied to the ID
+  namespace_flag  the runtime's namespace is this flag's value (or a
+                (?P<ns>…) group): the same ID in two namespaces is two
+                sandboxes, shown and killed as namespace/id
+  nested_pid_namespace  true: match only processes in a pid namespace
+                below the scanned one (a container, not a host service)
   process_group true: the matched process's whole process group joins
   supervisor    { ancestor = 'regex on an ancestor's argv' } (16 levels up)
                 or { socket_flag = "-address" } (alive while it listens);
@@ -44,6 +47,9 @@ matcher captured it, or the value of flag.
   cleanup       paths removed after killing an orphan; {id} and any other
                 named group are filled in; a path is used only when it is
                 absolute, clean, and has the ID as one of its components
+
+Rules with the same name are one runtime: a process found by any of them
+joins the same sandbox when runtime, namespace and ID agree.
 
 A home-grown runtime that starts "agentbox --box <id>" under a daemon
 "agentd" and keeps its files in /var/lib/agentbox/<id>:
@@ -62,7 +68,7 @@ A home-grown runtime that starts "agentbox --box <id>" under a daemon
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if check != "" {
-				rs, err := model.LoadRulesFile(check)
+				rs, err := loadRulesFile(check)
 				if err != nil {
 					return &exitError{code: exitFailure, err: err}
 				}

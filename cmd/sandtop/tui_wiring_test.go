@@ -78,7 +78,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	waitScreenFor(t, tm, `filter "id:`+target+`": 1 of`, target[:model.MinShortID])
 	typeKeys(tm, "K")
-	waitScreenFor(t, tm, "Tear down sandbox "+target)
+	waitScreenFor(t, tm, "Tear down sandbox "+sb.Name())
 	typeKeys(tm, "y")
 	// The steps stream in, and the list, refreshing behind the log, loses
 	// the sandbox.
@@ -106,7 +106,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 		}
 	}
 	recs := auditRecords(t, audit)
-	if len(recs) != 1 || recs[0].Target != target || recs[0].Via != "tui" || !recs[0].Totals.OK() {
+	if len(recs) != 1 || recs[0].ID != target || recs[0].Via != "tui" || !recs[0].Totals.OK() {
 		t.Errorf("audit records %+v", recs)
 	}
 }

@@ -288,7 +288,7 @@ func (t term) sandbox(sb *model.Sandbox) bool {
 	case Runtime:
 		return strings.EqualFold(sb.Runtime, t.value)
 	case ID:
-		if hasPrefixFold(sb.ID, t.value) {
+		if hasPrefixFold(sb.ID, t.value) || hasPrefixFold(sb.Name(), t.value) {
 			return true
 		}
 		for _, a := range sb.Aliases {
@@ -298,7 +298,7 @@ func (t term) sandbox(sb *model.Sandbox) bool {
 		}
 		return false
 	case Word:
-		if contains(sb.ID, t.value) || contains(sb.Runtime, t.value) {
+		if contains(sb.Name(), t.value) || contains(sb.Runtime, t.value) {
 			return true
 		}
 	}
