@@ -159,6 +159,8 @@ type static struct {
 // what a refresh touches.
 type readCounts struct {
 	stat, status, cmdline, cgroup, exe, cwd int
+	// list counts listings of the pid directories.
+	list int
 }
 
 func (c *readCounts) add(o readCounts) {
@@ -168,6 +170,7 @@ func (c *readCounts) add(o readCounts) {
 	c.cgroup += o.cgroup
 	c.exe += o.exe
 	c.cwd += o.cwd
+	c.list += o.list
 }
 
 // static returns how many files other than stat were read.
