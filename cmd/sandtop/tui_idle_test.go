@@ -44,17 +44,25 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitScreen(t, sock, "idle", "every 30s")
-	// Let the first scan's commands (user names) settle.
+	// The first scan has returned once the header counts processes (it
+	// says "scanning…" until then).
+	waitScreen(t, sock, "idle", "on host")
+	// Three windows of a second, after the first scan's commands (user
+	// names) settled; on a loaded machine a window can still catch the end
+	// of that work, so the quietest one is judged.
 	time.Sleep(time.Second)
-	before := contextSwitches(t, pid)
-	const window = 3 * time.Second
-	time.Sleep(window)
-	woke := contextSwitches(t, pid) - before
-	t.Logf("%d context switches in %s of idle screen", woke, window)
-	// A few for the Go runtime (a forced GC, a stray timer), never one per frame.
-	if woke > 15 {
-		t.Errorf("the idle screen switched context %d times in %s: it wakes between refreshes", woke, window)
+	quietest := -1
+	for range 3 {
+		before := contextSwitches(t, pid)
+		time.Sleep(time.Second)
+		if woke := contextSwitches(t, pid) - before; quietest < 0 || woke < quietest {
+			quietest = woke
+		}
+	}
+	t.Logf("%d context switches in the quietest idle second", quietest)
+	// The standard renderer's ticker alone switched 60 times a second.
+	if quietest > 5 {
+		t.Errorf("the idle screen switched context %d times in a second: it wakes between refreshes", quietest)
 	}
 
 	tmux("send-keys", "-t", "idle", "?")
