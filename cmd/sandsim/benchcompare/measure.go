@@ -38,7 +38,8 @@ type sizeResult struct {
 	SandtopWake, HtopWake, BtopWake float64       // blocking waits per second
 	TUIRSS, TUIHWM                  int64
 	Kill                            time.Duration
-	Floor, Steady                   time.Duration // in process
+	Floor, Steady                   time.Duration // in process, CPU
+	FloorWall, SteadyWall           time.Duration
 	Notes                           []string
 }
 
@@ -237,10 +238,11 @@ func measureKill(res *sizeResult, o options) {
 }
 
 // measureInProcess times sandtop's steady refresh in this process against
-// the C floor: the "do not regress" figure, in-process against in-process.
-// Both are CPU time: on a shared machine wall time is mostly waiting.
+// the C floor: the "do not regress" figure, in-process against in-process,
+// in wall time (the target's measure: two goroutines read in parallel) and
+// in CPU time (on a shared machine, wall time is mostly waiting).
 func measureInProcess(res *sizeResult, runs int) {
-	floor, err := cFloor(runs)
+	floor, floorWall, err := cFloor(runs)
 	if err != nil {
 		res.note("C floor not measured: %v", err)
 		return
@@ -255,16 +257,17 @@ func measureInProcess(res *sizeResult, runs int) {
 		res.note("scan: %v", err)
 		return
 	}
-	var steady []time.Duration
+	var steady, wall []time.Duration
 	for range runs {
-		start := selfCPU()
+		start, t0 := selfCPU(), time.Now()
 		if _, err := s.Scan(); err != nil {
 			res.note("scan: %v", err)
 			return
 		}
-		steady = append(steady, selfCPU()-start)
+		steady, wall = append(steady, selfCPU()-start), append(wall, time.Since(t0))
 	}
 	res.Floor, res.Steady = floor, median(steady)
+	res.FloorWall, res.SteadyWall = floorWall, median(wall)
 }
 
 // selfCPU is this process's CPU time so far.
@@ -276,42 +279,44 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cFloor builds cfloor/floor.c with cc and returns the median CPU time of
-// its readdir-plus-stat scans.
-func cFloor(runs int) (time.Duration, error) {
+// cFloor builds cfloor/floor.c with cc and returns the median CPU and
+// wall times of its readdir-plus-stat scans.
+func cFloor(runs int) (cpu, wall time.Duration, err error) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		return 0, fmt.Errorf("no C compiler: %w", err)
+		return 0, 0, fmt.Errorf("no C compiler: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "benchcompare-floor-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	src, bin := filepath.Join(dir, "floor.c"), filepath.Join(dir, "floor")
 	if err := os.WriteFile(src, floorC, 0o644); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if out, err := exec.Command(cc, "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("cc: %v\n%s", err, out)
+		return 0, 0, fmt.Errorf("cc: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "stat", strconv.Itoa(runs)).Output()
 	if err != nil {
-		return 0, fmt.Errorf("floor: %w", err)
+		return 0, 0, fmt.Errorf("floor: %w", err)
 	}
-	var ds []time.Duration
+	var cpus, walls []time.Duration
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 2 {
-			return 0, fmt.Errorf("floor printed %q", line)
+			return 0, 0, fmt.Errorf("floor printed %q", line)
 		}
-		ms, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("floor printed %q", line)
+		w, err1 := strconv.ParseFloat(f[0], 64)
+		c, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, fmt.Errorf("floor printed %q", line)
 		}
-		ds = append(ds, time.Duration(ms*float64(time.Millisecond)))
+		walls = append(walls, time.Duration(w*float64(time.Millisecond)))
+		cpus = append(cpus, time.Duration(c*float64(time.Millisecond)))
 	}
-	return median(ds), nil
+	return median(cpus), median(walls), nil
 }
 
 // memOf returns VmRSS and VmHWM (peak RSS) from /proc/PID/status, in bytes.
