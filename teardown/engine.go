@@ -162,7 +162,7 @@ func (r *run) event(ev Event) {
 }
 
 // fail emits a failed step for err, with its errno name and meaning.
-func (r *run) fail(step string, pid int, comm, sig string, err error) {
+func (r *run) fail(step Step, pid int, comm, sig string, err error) {
 	errno, human := Describe(err)
 	r.event(Event{Step: step, PID: pid, Comm: comm, Signal: sig, Status: Fail, Error: errno, Detail: human})
 }
@@ -243,7 +243,7 @@ func (r *run) live() []*Pinned {
 
 // signal sends sig through a pin and reports the step. It returns false
 // when the process turned out to be gone already.
-func (r *run) signal(step string, p *Pinned, sig unix.Signal, quiet bool) {
+func (r *run) signal(step Step, p *Pinned, sig unix.Signal, quiet bool) {
 	if r.denied[p.ID] {
 		return // EPERM once is EPERM for every signal: reported already
 	}
@@ -310,7 +310,7 @@ func (r *run) graceful(ctx context.Context) {
 }
 
 // step reports a single-shot step from its error.
-func (r *run) step(step, okDetail string, err error) bool {
+func (r *run) step(step Step, okDetail string, err error) bool {
 	if err != nil {
 		r.fail(step, 0, "", "", err)
 		return false

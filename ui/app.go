@@ -391,7 +391,7 @@ func (m *Model) View() string {
 }
 
 func (m *Model) rowCtx() *rowCtx {
-	return &rowCtx{view: m.view, cpu: m.cpu, users: m.users, tags: m.tags}
+	return &rowCtx{view: m.view, cpu: m.cpu, users: m.users, tags: m.tags, grace: m.grace}
 }
 
 func (m *Model) headerState() headerState {

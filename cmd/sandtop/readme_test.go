@@ -16,6 +16,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // readmeCommands returns the command lines of README.md's ```sh blocks,
@@ -119,9 +120,7 @@ func runGo(t *testing.T, root string, args []string) {
 			t.Errorf("go %v: %v\n%s", args, err, out)
 		}
 	case args[0] == "run" && args[1] == "./cmd/sandsim":
-		if os.Geteuid() != 0 {
-			t.Skip("a fleet with cgroups needs root")
-		}
+		proctest.RequireRoot(t) // a fleet with cgroups
 		// sandsim runs its fleet until its stdin closes: here at once.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -144,7 +143,7 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 		switch a {
 		case "<ID>", "<PID>":
 			if len(*ids) == 0 {
-				t.Skip("needs a fleet (root)")
+				proctest.SkipMissing(t, "needs a fleet (root)")
 			}
 			if a == "<ID>" {
 				args[i] = (*ids)[0]

@@ -17,10 +17,11 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/ui"
 )
 
-// The read-only torture check (issue 7). ui/readonly_test.go proves, on the
+// The read-only torture check. ui/readonly_test.go proves, on the
 // model, that read-only mode has a nil killer and that no bound key reaches
 // one; this test proves it on the real program: `sandtop watch` on a real
 // terminal (tmux), beside a real fleet, fed every bound key and a random
@@ -94,7 +95,7 @@ var signalCall = regexp.MustCompile(`^(\d+)\s+(kill|tkill|tgkill|pidfd_send_sign
 func TestTortureReadOnlyWatch(t *testing.T) {
 	for _, tool := range []string{"strace", "tmux"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (make torture installs it)", tool)
+			proctest.SkipMissing(t, "%s not installed (make test-deps and make torture install it)", tool)
 		}
 	}
 	fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
