@@ -26,13 +26,7 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 		t.Skip("builds sandtop and runs a fleet")
 	}
 	proctest.RequireRoot(t) // the demo fleet's cgroups
-	if _, err := exec.LookPath("tmux"); err != nil {
-		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
-	}
-	bin := filepath.Join(t.TempDir(), "sandtop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildForTmux(t)
 	for _, end := range []string{"q", "ctrl-c", "sigkill"} {
 		t.Run(end, func(t *testing.T) {
 			dir := t.TempDir()
@@ -76,6 +70,20 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			assertFleetGone(t, m)
 		})
 	}
+}
+
+// buildForTmux builds sandtop for a test that runs it in a real terminal,
+// and skips that test when tmux is missing.
+func buildForTmux(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), "sandtop")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func waitManifest(t *testing.T, path string) fleet.Manifest {

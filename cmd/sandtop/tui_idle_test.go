@@ -20,13 +20,7 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sandtop")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("needs tmux")
-	}
-	bin := filepath.Join(t.TempDir(), "sandtop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildForTmux(t)
 	sock := fmt.Sprintf("-Lsandtop-idle-%d", os.Getpid())
 	tmux := func(args ...string) string {
 		t.Helper()
