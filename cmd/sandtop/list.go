@@ -34,7 +34,8 @@ resident memory, age and badges (orphan, zombie, paused).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The text table shows no exe, cwd or uid: the scan reads
 			// them only where a rule needs them. The JSON document
-			// carries every listed process's uid.
+			// carries every listed process's uid (status), still no
+			// exe or cwd.
 			v, err := g.view(o.json)
 			if err != nil {
 				return err

@@ -143,17 +143,17 @@ func (g *globals) scanner(need func(*proc.Process) proc.Fields) (*proc.Scanner, 
 	return s, nil
 }
 
-// view scans once and groups the result. full reads every field of every
-// process (for output that shows uids); otherwise the scan reads only what
-// the rules need.
-func (g *globals) view(full bool) (*model.View, error) {
+// view scans once and groups the result, reading only what the rules
+// need (a lazy scan), and with uids every process's status too, for
+// output that shows each process's uid.
+func (g *globals) view(uids bool) (*model.View, error) {
 	rules, err := g.rules()
 	if err != nil {
 		return nil, err
 	}
 	need := rules.Needs
-	if full {
-		need = nil
+	if uids {
+		need = func(p *proc.Process) proc.Fields { return rules.Needs(p) | proc.FieldStatus }
 	}
 	s, err := g.scanner(need)
 	if err != nil {
