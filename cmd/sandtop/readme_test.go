@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,6 +157,13 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 			expect = append(expect, "sandtop")
 		}
 	}
+	// A recording shown to last hours is made in seconds, long enough for
+	// the README's --at +2s.
+	if len(args) > 0 && args[0] == "record" {
+		if i := slices.Index(args, "--duration"); i >= 0 && i+1 < len(args) {
+			args[i+1] = "3s"
+		}
+	}
 	if len(args) > 0 && args[0] == "serve" {
 		runReadmeServe(t, args[1:])
 		return
@@ -164,7 +172,7 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 	want := 0
 	// Commands that need a terminal must say so; the live screen itself
 	// is tested in ui/ and by TestDemoLeavesNothingBehind.
-	interactive := len(args) == 0 || args[0] == "watch" || args[0] == "demo" ||
+	interactive := len(args) == 0 || args[0] == "watch" || args[0] == "demo" || args[0] == "replay" || args[0] == "--record" ||
 		(args[0] == "kill" && !strings.Contains(strings.Join(args, " "), "--force") && !strings.Contains(strings.Join(args, " "), "--dry-run"))
 	if interactive {
 		want = exitUsage

@@ -187,32 +187,42 @@ func TestTortureReadOnlyWatch(t *testing.T) {
 		t.Fatalf("the watched program never wrote its pid: %v", err)
 	}
 	tgid := string(pid)
+	runtimeSignals, foreign := signalCalls(string(data), tgid)
+	for _, l := range foreign {
+		t.Errorf("read-only mode made a signal call: %s", l)
+	}
+	lines := strings.Split(string(data), "\n")
+	t.Logf("TORTURE readonly: keys_sent=%d own_thread_signals=%d foreign_signal_calls=%d pidfd_opens=%d",
+		len(stream), runtimeSignals, len(foreign), strings.Count(string(data), "pidfd_open("))
+	if len(lines) < 2 {
+		t.Error("strace recorded nothing: the check proved nothing")
+	}
+}
+
+// signalCalls sorts the signal calls of an strace of the program whose
+// thread group is tgid: how many went to its own threads (the Go runtime
+// preempts them with SIGURG), and the lines of those that reached outside.
+func signalCalls(trace, tgid string) (own int, foreign []string) {
 	// Threads the trace saw, for tkill, which names no thread group. A
 	// thread that never made a traced call is still covered by tgkill,
 	// whose first argument the kernel checks: tgkill(tgid, tid) only ever
 	// reaches a thread of tgid.
-	own := map[string]bool{tgid: true}
-	lines := strings.Split(string(data), "\n")
+	threads := map[string]bool{tgid: true}
+	lines := strings.Split(trace, "\n")
 	for _, l := range lines {
 		if f := strings.Fields(l); len(f) > 0 {
-			own[f[0]] = true
+			threads[f[0]] = true
 		}
 	}
-	var runtimeSignals, foreign int
 	for _, l := range lines {
-		switch classifySignalCall(l, tgid, own) {
+		switch classifySignalCall(l, tgid, threads) {
 		case ownSignal:
-			runtimeSignals++
+			own++
 		case foreignSignal:
-			foreign++
-			t.Errorf("read-only mode made a signal call: %s", l)
+			foreign = append(foreign, l)
 		}
 	}
-	t.Logf("TORTURE readonly: keys_sent=%d own_thread_signals=%d foreign_signal_calls=%d pidfd_opens=%d",
-		len(stream), runtimeSignals, foreign, strings.Count(string(data), "pidfd_open("))
-	if len(lines) < 2 {
-		t.Error("strace recorded nothing: the check proved nothing")
-	}
+	return own, foreign
 }
 
 type signalKind int
