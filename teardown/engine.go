@@ -110,6 +110,9 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		denied:    map[proc.Identity]bool{},
 	}
 	defer r.close()
+	if p.LeftoverOnly() {
+		return r.leftovers(ctx)
+	}
 	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%d processes; %s; %s", len(p.Members), r.cgroupWord(), p.Strategy())})
 
 	r.pinMembers()
@@ -139,6 +142,17 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		}
 	}
 	r.event(Event{Step: StepDone, Status: status, Detail: detail, Totals: &t})
+	return t
+}
+
+// finish emits the done event of a teardown that signalled nothing.
+func (r *run) finish(detail string) Totals {
+	t := Totals{Failed: r.failed, Elapsed: r.e.now().Sub(r.start)}
+	status := OK
+	if !t.OK() {
+		status = Fail
+	}
+	r.event(Event{Step: StepDone, Status: status, Detail: fmt.Sprintf("%s in %s", detail, t.Elapsed.Round(time.Millisecond)), Totals: &t})
 	return t
 }
 
