@@ -23,6 +23,9 @@ type Document struct {
 	UnattributedProcesses []ProcessJSON `json:"unattributed_processes,omitempty"`
 	// PartlyUnreadable counts processes some of whose fields could not be read.
 	PartlyUnreadable int `json:"partly_unreadable"`
+	// PartlyUnreadablePIDs names them, so that the count can be followed
+	// up (the live screen's filter has the term "unreadable" too).
+	PartlyUnreadablePIDs []int `json:"partly_unreadable_pids"`
 }
 
 // SandboxJSON is one sandbox in a Document.
@@ -77,6 +80,8 @@ type ProcessJSON struct {
 	Threads    int       `json:"threads"`
 	Orphan     bool      `json:"orphan"`
 	Zombie     bool      `json:"zombie"`
+	// PartlyUnreadable is set when some field could not be read.
+	PartlyUnreadable bool `json:"partly_unreadable"`
 }
 
 // Encode writes the document as `sandtop list --json` prints it: indented
@@ -152,11 +157,17 @@ func writeArray[T any](bw *bufio.Writer, xs []T) error {
 // listed too.
 func (v *View) Document(all bool) Document {
 	d := Document{
-		Time:             v.Time.UTC().Truncate(time.Second),
-		Host:             v.Host,
-		Sandboxes:        make([]SandboxJSON, 0, len(v.Sandboxes)),
-		Unattributed:     len(v.Unattributed),
-		PartlyUnreadable: v.Snapshot.PartlyUnreadable,
+		Time:                 v.Time.UTC().Truncate(time.Second),
+		Host:                 v.Host,
+		Sandboxes:            make([]SandboxJSON, 0, len(v.Sandboxes)),
+		Unattributed:         len(v.Unattributed),
+		PartlyUnreadable:     v.Snapshot.PartlyUnreadable,
+		PartlyUnreadablePIDs: []int{},
+	}
+	for _, p := range v.Snapshot.Procs {
+		if p.Partial {
+			d.PartlyUnreadablePIDs = append(d.PartlyUnreadablePIDs, p.PID)
+		}
 	}
 	for _, sb := range v.Sandboxes {
 		s := SandboxJSON{
@@ -208,14 +219,15 @@ func (v *View) processJSON(p *proc.Process) ProcessJSON {
 	}
 	return ProcessJSON{
 		PID: p.PID, PPID: p.PPID, PGID: p.PGID, SID: p.SID, UID: p.UID,
-		State:      string(p.State),
-		Comm:       p.Comm,
-		Argv:       argv,
-		StartTime:  v.Snapshot.StartTime(p).UTC().Truncate(time.Second),
-		StartTicks: p.Start,
-		CPUSeconds: v.Snapshot.CPUSeconds(p),
-		RSSBytes:   p.RSS,
-		Threads:    p.Threads,
-		Zombie:     p.Zombie(),
+		State:            string(p.State),
+		Comm:             p.Comm,
+		Argv:             argv,
+		StartTime:        v.Snapshot.StartTime(p).UTC().Truncate(time.Second),
+		StartTicks:       p.Start,
+		CPUSeconds:       v.Snapshot.CPUSeconds(p),
+		RSSBytes:         p.RSS,
+		Threads:          p.Threads,
+		Zombie:           p.Zombie(),
+		PartlyUnreadable: p.Partial,
 	}
 }

@@ -65,7 +65,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			detail := fmt.Sprintf("fresh scan: nothing of %s remains", r.p.Target)
 			if r.p.CgroupDir != "" {
 				if pids, _ := ReadProcs(r.p.CgroupDir); len(pids) > 0 {
-					detail += fmt.Sprintf("; %s still holds %d processes that are not the target's (%v), left alone", r.p.Cgroup, len(pids), pids)
+					detail += fmt.Sprintf("; %s still holds %s that are not the target's (%v), left alone", r.p.Cgroup, plural(len(pids), "process", "processes"), pids)
 				} else {
 					detail += "; " + r.p.Cgroup + " is empty"
 				}
@@ -78,7 +78,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		}
 		if vctx.Err() != nil || r.hopeless(left) {
 			sv := r.survivors(snap, nil)
-			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%d processes of %s survive after %s: %s", len(sv), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
+			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%s of %s survive after %s: %s", plural(len(sv), "process", "processes"), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
 			return sv
 		}
 		fresh := 0
@@ -88,7 +88,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			}
 			r.pinPIDs([]int{p.PID}, 0)
 		}
-		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %d processes still in %s (%d new): killing them", round, len(left), r.p.Target, fresh)})
+		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, plural(len(left), "process", "processes"), r.p.Target, fresh)})
 		if r.p.CgroupDir != "" && r.cgroupNotOurs(snap) == "" {
 			if err := Kill(r.p.CgroupDir); err == nil {
 				r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: "killed every process in " + r.p.Cgroup + " again"})

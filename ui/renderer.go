@@ -26,14 +26,14 @@ import (
 // its deep sleep by it): strace -c over 10 idle seconds counted 1,736
 // futex, 1,161 epoll_pwait and 678 nanosleep calls.
 //
-// So sandtop draws its own frames. RunProgram runs the program without a
+// So sandtop draws its own frames. A Screen runs the program without a
 // renderer (tea.WithoutRenderer) and draws each view bubbletea asks for
 // when it differs from the last one drawn: at once when the last frame is
 // older than frameInterval, else on a one-shot timer at the end of the
 // frame, which coalesces a burst (held keys) as the ticker did. An idle
 // screen arms no timer at all: between two refreshes that change nothing
 // on screen the process does not wake. Without a renderer bubbletea also
-// leaves the terminal alone, so RunProgram puts it in raw mode and the
+// leaves the terminal alone, so the Screen puts it in raw mode and the
 // alternate screen, and reports its size (at start and on SIGWINCH), as
 // the standard renderer and bubbletea's tty handling do.
 
@@ -179,32 +179,61 @@ func (f framed) View() string {
 	return ""
 }
 
-// RunProgram runs m full-screen on the terminal in/out until it quits, with
-// the renderer above, and returns the final model (m's, not a wrapper) and
-// bubbletea's error. opts are passed on to tea.NewProgram after the
-// options RunProgram sets (input, output, no renderer); options that need
-// bubbletea's renderer (alt screen, mouse) are RunProgram's own business.
-func RunProgram(ctx context.Context, m tea.Model, in, out *os.File, opts ...tea.ProgramOption) (tea.Model, error) {
-	state, err := term.MakeRaw(in.Fd())
-	if err != nil {
-		return m, fmt.Errorf("raw mode: %w", err)
-	}
-	r := newRenderer(out)
-	// The alternate screen, the cursor hidden, bracketed paste on: what
-	// tea.WithAltScreen and bubbletea's defaults set.
-	_, _ = io.WriteString(out, ansi.SetModeAltScreenSaveCursor+ansi.EraseEntireScreen+ansi.CursorHomePosition+
-		ansi.HideCursor+ansi.SetModeBracketedPaste)
-	restore := func() {
-		r.stop()
-		_, _ = io.WriteString(out, ansi.ResetModeBracketedPaste+ansi.ShowCursor+ansi.ResetModeAltScreenSaveCursor)
-		_ = term.Restore(in.Fd(), state)
-	}
-	defer restore()
+// ScreenOptions are the terminal modes a Screen sets besides the
+// alternate screen, the hidden cursor and bracketed paste.
+type ScreenOptions struct {
+	// Mouse reports clicks, the wheel and drags (tea.WithMouseCellMotion).
+	Mouse bool
+}
 
+// Screen runs a model full-screen on a terminal with the renderer above.
+// Options that need bubbletea's renderer (tea.WithAltScreen,
+// tea.WithMouseCellMotion) are the Screen's business: ScreenOptions.
+type Screen struct {
+	p       *tea.Program
+	r       *renderer
+	in, out *os.File
+	o       ScreenOptions
+}
+
+// NewScreen makes the program for m on the terminal in/out. opts are
+// passed on to tea.NewProgram after the options the Screen sets (input,
+// output, context, no renderer).
+func NewScreen(ctx context.Context, m tea.Model, in, out *os.File, o ScreenOptions, opts ...tea.ProgramOption) *Screen {
+	r := newRenderer(out)
 	all := append([]tea.ProgramOption{
 		tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithoutRenderer(),
 	}, opts...)
-	p := tea.NewProgram(framed{Model: m, r: r}, all...)
+	return &Screen{p: tea.NewProgram(framed{Model: m, r: r}, all...), r: r, in: in, out: out, o: o}
+}
+
+// Kill ends the program at once (tea.Program.Kill); Run returns.
+func (s *Screen) Kill() { s.p.Kill() }
+
+// Run runs the program until it quits or is killed, and returns the final
+// model (the one given to NewScreen, not a wrapper) and bubbletea's error.
+// The terminal is restored whatever happens.
+func (s *Screen) Run() (tea.Model, error) {
+	state, err := term.MakeRaw(s.in.Fd())
+	if err != nil {
+		return nil, fmt.Errorf("raw mode: %w", err)
+	}
+	// The alternate screen, the cursor hidden, bracketed paste on: what
+	// tea.WithAltScreen and bubbletea's defaults set; mouse cell motion
+	// with SGR coordinates as tea.WithMouseCellMotion does.
+	set := ansi.SetModeAltScreenSaveCursor + ansi.EraseEntireScreen + ansi.CursorHomePosition +
+		ansi.HideCursor + ansi.SetModeBracketedPaste
+	reset := ansi.ResetModeBracketedPaste + ansi.ShowCursor + ansi.ResetModeAltScreenSaveCursor
+	if s.o.Mouse {
+		set += ansi.SetModeMouseButtonEvent + ansi.SetModeMouseExtSgr
+		reset = ansi.ResetModeMouseButtonEvent + ansi.ResetModeMouseExtSgr + reset
+	}
+	_, _ = io.WriteString(s.out, set)
+	defer func() {
+		s.r.stop()
+		_, _ = io.WriteString(s.out, reset)
+		_ = term.Restore(s.in.Fd(), state)
+	}()
 
 	// Without a renderer bubbletea does not watch the terminal's size:
 	// send it now and on every SIGWINCH, from a goroutine that blocks on
@@ -216,8 +245,8 @@ func RunProgram(ctx context.Context, m tea.Model, in, out *os.File, opts ...tea.
 	defer close(done)
 	go func() {
 		for {
-			if w, h, err := term.GetSize(out.Fd()); err == nil {
-				p.Send(tea.WindowSizeMsg{Width: w, Height: h})
+			if w, h, err := term.GetSize(s.out.Fd()); err == nil {
+				s.p.Send(tea.WindowSizeMsg{Width: w, Height: h})
 			}
 			select {
 			case <-winch:
@@ -227,7 +256,7 @@ func RunProgram(ctx context.Context, m tea.Model, in, out *os.File, opts ...tea.
 		}
 	}()
 
-	final, err := p.Run()
+	final, err := s.p.Run()
 	if f, ok := final.(framed); ok {
 		final = f.Model
 	}

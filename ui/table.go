@@ -55,6 +55,10 @@ type table struct {
 	height int
 	width  int
 	idW    int
+	// sort and reverse are the order the rows are in, for the header's
+	// arrow.
+	sort    sortKey
+	reverse bool
 }
 
 func (t *table) selected() *row {
@@ -147,17 +151,78 @@ func (t *table) view(c *rowCtx) string {
 	return b.String()
 }
 
+// column is one column of the table: its title, width, alignment and the
+// sort order a click on its title picks.
+type column struct {
+	title string
+	w     int
+	right bool
+	sort  sortKey
+}
+
+// columns are the table's columns left to right; the last, BADGES/COMMAND,
+// takes the rest of the line (w 0).
+func (t *table) columns() []column {
+	return []column{
+		{"ID/PID", t.idW, false, sortID},
+		{"RUNTIME/USER", runtimeW, false, sortRuntime},
+		{"PROCS/S", countW, true, sortProcs},
+		{"CPU%", cpuW, true, sortCPU},
+		{"MEM", memW, true, sortMem},
+		{"AGE/TIME+", ageW, true, sortAge},
+		{"BADGES/COMMAND", 0, false, sortTrouble},
+	}
+}
+
+// sortArrow shows the sorted column's direction: the natural order of
+// IDs and runtimes is ascending, of every figure (and of trouble) the
+// biggest first; I reverses it.
+func sortArrow(k sortKey, reverse bool) string {
+	up := k == sortID || k == sortRuntime
+	if up != reverse {
+		return "▲"
+	}
+	return "▼"
+}
+
 func (t *table) header() string {
 	var b strings.Builder
 	pad(&b, gutterW+arrowW)
-	cell(&b, "ID/PID", t.idW, false)
-	cell(&b, "RUNTIME/USER", runtimeW, false)
-	cell(&b, "PROCS/S", countW, true)
-	cell(&b, "CPU%", cpuW, true)
-	cell(&b, "MEM", memW, true)
-	cell(&b, "AGE/TIME+", ageW, true)
-	b.WriteString("BADGES/COMMAND")
+	for _, c := range t.columns() {
+		title := c.title
+		if c.sort == t.sort && c.w > 0 && ansi.StringWidth(title)+1 > c.w {
+			// No room for the arrow: the sandbox half of the title.
+			title, _, _ = strings.Cut(title, "/")
+		}
+		if c.sort == t.sort {
+			if c.right {
+				title = sortArrow(t.sort, t.reverse) + title
+			} else {
+				title += sortArrow(t.sort, t.reverse)
+			}
+		}
+		if c.w == 0 {
+			b.WriteString(title)
+			break
+		}
+		cell(&b, title, c.w, c.right)
+	}
 	return ansi.Truncate(b.String(), t.width, "")
+}
+
+// columnAt is the column under screen column x of the header line.
+func (t *table) columnAt(x int) (column, bool) {
+	at := gutterW + arrowW
+	for _, c := range t.columns() {
+		if c.w == 0 {
+			return c, x >= at
+		}
+		if x >= at && x < at+c.w+1 {
+			return c, true
+		}
+		at += c.w + 1
+	}
+	return column{}, false
 }
 
 // renderRow draws one row: fixed columns as text in the row's style, then
@@ -313,19 +378,29 @@ func userName(users map[int]string, uid int) string {
 }
 
 // search returns the first row from start on (wrapping) whose ID, runtime,
-// pid, comm or argv contains q (lower case), or -1.
-func (t *table) search(q string, start int) int {
+// pid, comm or argv contains q (lower case), or -1. A collapsed sandbox
+// whose own row does not match is looked into: when one of its members
+// matches, search returns the sandbox's row and that member.
+func (t *table) search(q string, start int) (int, *model.Member) {
 	if q == "" || len(t.rows) == 0 {
-		return -1
+		return -1, nil
 	}
 	n := len(t.rows)
 	for k := 0; k < n; k++ {
 		i := (start + k) % n
-		if rowMatches(&t.rows[i], q) {
-			return i
+		r := &t.rows[i]
+		if rowMatches(r, q) {
+			return i, nil
+		}
+		if r.kind == rowSandbox && !r.open {
+			for _, mb := range r.sb.Members {
+				if strconv.Itoa(mb.PID) == q || query.MatchProcess(mb.Process, q) {
+					return i, mb
+				}
+			}
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 func rowMatches(r *row, q string) bool {

@@ -26,7 +26,10 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 		t.Skip("builds sandtop and runs a fleet")
 	}
 	proctest.RequireRoot(t) // the demo fleet's cgroups
-	bin := buildForTmux(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
+	}
+	bin := sandtopBinary(t)
 	for _, end := range []string{"q", "ctrl-c", "sigkill"} {
 		t.Run(end, func(t *testing.T) {
 			dir := t.TempDir()
@@ -39,7 +42,8 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			// A private tmux server, started by (and so re-parented to) this
 			// test, which is a child subreaper: whatever the demo strands
 			// comes back here to be reaped, not to a PID 1 that does not reap.
-			sock := "-L" + session
+			// Its socket is in the test's directory (-S): none outlives it.
+			sock := "-S" + filepath.Join(dir, "tmux")
 			tmux := func(args ...string) {
 				t.Helper()
 				if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {
@@ -70,20 +74,6 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			assertFleetGone(t, m)
 		})
 	}
-}
-
-// buildForTmux builds sandtop for a test that runs it in a real terminal,
-// and skips that test when tmux is missing.
-func buildForTmux(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
-	}
-	bin := filepath.Join(t.TempDir(), "sandtop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func waitManifest(t *testing.T, path string) fleet.Manifest {

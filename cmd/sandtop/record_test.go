@@ -462,9 +462,9 @@ func replayInTmux(t *testing.T, in *incident, r *recording.Reader) {
 	}
 	dir := t.TempDir()
 	trace, pidFile := filepath.Join(dir, "strace.out"), filepath.Join(dir, "pid")
-	sock := fmt.Sprintf("sandtop-replay-%d", os.Getpid())
+	sock := filepath.Join(dir, "tmux") // -S: no socket outlives the test
 	tmux := func(args ...string) (string, error) {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	t.Cleanup(func() { _, _ = tmux("kill-server") })

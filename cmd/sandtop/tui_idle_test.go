@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestTUIIdleDoesNotWake runs the live screen in a real terminal (tmux)
@@ -20,7 +22,10 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sandtop")
 	}
-	bin := buildForTmux(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
+	}
+	bin := sandtopBinary(t)
 	sock := fmt.Sprintf("-Lsandtop-idle-%d", os.Getpid())
 	tmux := func(args ...string) string {
 		t.Helper()

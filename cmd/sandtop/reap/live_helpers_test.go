@@ -86,8 +86,9 @@ type harness struct {
 	mu    sync.Mutex
 	log   bytes.Buffer
 	audit string
-	// views are the reaper's scans, in order.
-	views []*model.View
+	// views are the reaper's scans, in order; maxTook the longest.
+	views   []*model.View
+	maxTook time.Duration
 }
 
 // sawSupervised waits until a scan of the reaper's that started after
@@ -171,10 +172,11 @@ func newHarness(t *testing.T, cfg Config, rules model.Rules) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.r.Observe = func(v *model.View, err error, _ time.Duration) {
+	h.r.Observe = func(v *model.View, err error, took time.Duration) {
 		if err == nil {
 			h.mu.Lock()
 			h.views = append(h.views, v)
+			h.maxTook = max(h.maxTook, took)
 			h.mu.Unlock()
 		}
 	}
