@@ -43,9 +43,9 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first scan has returned once the header counts processes (it
+	// The first scan has returned once the header counts sandboxes (it
 	// says "scanning…" until then).
-	waitScreen(t, sock, "idle", "on host")
+	waitScreen(t, sock, "idle", "sandbox")
 	// Three windows of a second, after the first scan's commands (user
 	// names) settled; on a loaded machine a window can still catch the end
 	// of that work, so the quietest one is judged.
