@@ -450,6 +450,7 @@ func (m *Model) headerState() headerState {
 		replay: m.bar != nil,
 		tagged: len(m.tags),
 		row:    m.table.cursor + 1, rows: len(m.table.rows),
+		above: m.table.offset, below: max(len(m.table.rows)-m.table.offset-m.table.height, 0),
 	}
 }
 
