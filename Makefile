@@ -91,10 +91,16 @@ bench:
 # Whole-process comparisons with public tools (C floor, ps, htop in tmux) on
 # one fleet of BENCH_COMPARE_PROCS (default 10000), printed as a table of
 # ratios. Installs htop and tmux with apt-get when missing; needs root.
-.PHONY: bench-compare
+.PHONY: bench-compare bench-serve
 bench-compare: build
 	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
 	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000)
+
+# `sandtop serve --interval 15s` on a fleet of BENCH_COMPARE_PROCS: average
+# CPU over SERVE_WINDOW (default 5m), RSS, scrape time. Needs root.
+bench-serve: build
+	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
+	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000) -only-serve -serve-window $(or $(SERVE_WINDOW),5m)
 
 clean:
 	rm -rf $(BIN)

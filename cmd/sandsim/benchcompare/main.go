@@ -9,7 +9,9 @@
 //     `sandtop list` as a whole process;
 //   - htop's and sandtop's own CPU per refresh, side by side in tmux
 //     (htop -d 10 -t, sandtop watch --interval 1s), from utime+stime in
-//     /proc/PID/stat over a window, and sandtop's RSS at the end.
+//     /proc/PID/stat over a window, and sandtop's RSS at the end;
+//   - `sandtop serve --interval 15s` scraped every 15 s: its average CPU
+//     over a window, its RSS, and the time a scrape takes.
 //
 // `make bench-compare` builds sandtop and runs this. It installs htop and
 // tmux with apt-get when they are missing, and must run as root (the fleet's
@@ -47,6 +49,9 @@ type options struct {
 	settle   time.Duration
 	noTUI    bool
 	noAptGet bool
+	// serveWindow is how long `sandtop serve` is measured; 0 skips it.
+	serveWindow time.Duration
+	onlyServe   bool
 }
 
 func run(args []string) error {
@@ -59,6 +64,8 @@ func run(args []string) error {
 	fs.StringVar(&o.sandtop, "sandtop", "bin/sandtop", "the sandtop binary")
 	fs.BoolVar(&o.noTUI, "no-tui", false, "skip the htop/sandtop CPU comparison")
 	fs.BoolVar(&o.noAptGet, "no-apt-get", false, "never install missing tools")
+	fs.DurationVar(&o.serveWindow, "serve-window", 2*time.Minute, "how long sandtop serve (15 s interval) is measured; 0 skips it")
+	fs.BoolVar(&o.onlyServe, "only-serve", false, "measure sandtop serve only")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +75,7 @@ func run(args []string) error {
 	if _, err := os.Stat(o.sandtop); err != nil {
 		return fmt.Errorf("sandtop binary: %w (make build first, or pass -sandtop)", err)
 	}
-	if err := ensureTools(!o.noTUI, o.noAptGet); err != nil {
+	if err := ensureTools(!o.noTUI && !o.onlyServe, o.noAptGet); err != nil {
 		return err
 	}
 

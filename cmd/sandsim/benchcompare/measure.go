@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -23,6 +24,12 @@ var floorC []byte
 
 // measureAll fills r, skipping (with a note) what cannot be measured here.
 func measureAll(ctx context.Context, r *report, o options) {
+	if o.onlyServe {
+		if err := measureServe(ctx, r, o); err != nil {
+			r.note("sandtop serve not measured: %v", err)
+		}
+		return
+	}
 	if err := measureCFloor(r, o.runs); err != nil {
 		r.note("C floor not measured: %v", err)
 	}
@@ -42,6 +49,11 @@ func measureAll(ctx context.Context, r *report, o options) {
 	}
 	if err := measureTUIs(ctx, r, o); err != nil {
 		r.note("htop/sandtop CPU not measured: %v", err)
+	}
+	if o.serveWindow > 0 && ctx.Err() == nil {
+		if err := measureServe(ctx, r, o); err != nil {
+			r.note("sandtop serve not measured: %v", err)
+		}
 	}
 }
 
@@ -285,9 +297,10 @@ func countProcs() int {
 	return n
 }
 
-func median(ds []time.Duration) time.Duration {
+func median[T cmp.Ordered](ds []T) T {
 	if len(ds) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)

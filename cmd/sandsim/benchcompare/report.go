@@ -25,6 +25,7 @@ type report struct {
 	htopCPU    time.Duration
 	sandtopCPU time.Duration
 	rss, hwm   uint64
+	serve      *serveCost
 	notes      []string
 }
 
@@ -75,6 +76,9 @@ func (r *report) write(w io.Writer) {
 	}
 	if r.window > 0 {
 		fmt.Fprintf(w, "\nCPU per refresh: utime+stime over %s divided by %.0f refreshes (both refresh every second).\n", r.window, r.window.Seconds())
+	}
+	if r.serve != nil {
+		r.serve.write(w)
 	}
 	if len(r.notes) > 0 {
 		fmt.Fprintf(w, "\nnotes:\n  %s\n", strings.Join(r.notes, "\n  "))
