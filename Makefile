@@ -97,10 +97,16 @@ bench:
 # minutes. Installs procps, htop, btop, tmux and strace with apt-get when
 # missing; needs root. BENCH_COMPARE_SANDTOP measures another build (the
 # "before" column of a before/after table).
-.PHONY: bench-compare
+.PHONY: bench-compare bench-serve
 bench-compare: build
 	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
 	$(BIN)/benchcompare -sandtop $(or $(BENCH_COMPARE_SANDTOP),$(BIN)/sandtop) -procs $(or $(BENCH_COMPARE_PROCS),100,1000,3000,10000)
+
+# `sandtop serve --interval 15s` on a fleet of BENCH_COMPARE_PROCS: average
+# CPU over SERVE_WINDOW (default 5m), RSS, scrape time. Needs root.
+bench-serve: build
+	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
+	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000) -no-tui -only-serve -serve-window $(or $(SERVE_WINDOW),5m)
 
 clean:
 	rm -rf $(BIN)

@@ -12,7 +12,10 @@
 //   - peak RSS of `list`, `list --json` and of the live screen;
 //   - `sandtop kill --force ID` of one ten-process sandbox, end to end;
 //   - in process, for the "do not regress" targets: a steady refresh
-//     against the C floor (readdir plus open/read/close of every stat).
+//     against the C floor (readdir plus open/read/close of every stat);
+//   - with -serve-window, `sandtop serve --interval 15s` scraped every 15 s:
+//     its average CPU over the window, its RSS, and the time a scrape takes
+//     (`make bench-serve`: that alone, -only-serve).
 //
 // Each size runs in a PID namespace of its own with a private /proc (the
 // binary re-executes itself there, as that namespace's init): every tool
@@ -64,6 +67,9 @@ type options struct {
 	noTUI    bool
 	noAptGet bool
 	noNS     bool
+	// serveWindow is how long `sandtop serve` is measured; 0 skips it.
+	serveWindow time.Duration
+	onlyServe   bool
 	// one and out are set in the child that measures one size.
 	one int
 	out string
@@ -81,6 +87,8 @@ func run(args []string) error {
 	fs.BoolVar(&o.noTUI, "no-tui", false, "skip the screens (htop, btop, sandtop)")
 	fs.BoolVar(&o.noAptGet, "no-apt-get", false, "never install missing tools")
 	fs.BoolVar(&o.noNS, "no-pidns", false, "measure on the host as it is, not in a PID namespace of the given size")
+	fs.DurationVar(&o.serveWindow, "serve-window", 0, "how long sandtop serve (15 s interval) is measured at each size; 0 skips it")
+	fs.BoolVar(&o.onlyServe, "only-serve", false, "measure sandtop serve only")
 	fs.IntVar(&o.one, "one", 0, "internal: measure this size here and write the result to -out")
 	fs.StringVar(&o.out, "out", "", "internal: where -one writes its result")
 	if err := fs.Parse(args); err != nil {
@@ -110,7 +118,7 @@ func run(args []string) error {
 	if o.one > 0 {
 		return measureOne(ctx, o)
 	}
-	if err := ensureTools(!o.noTUI, o.noAptGet); err != nil {
+	if err := ensureTools(!o.noTUI && !o.onlyServe, o.noAptGet); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -152,6 +160,12 @@ func measureSize(ctx context.Context, o options, n int) (*sizeResult, error) {
 	}
 	if o.noNS {
 		args = append(args, "-no-pidns")
+	}
+	if o.serveWindow > 0 {
+		args = append(args, "-serve-window", o.serveWindow.String())
+	}
+	if o.onlyServe {
+		args = append(args, "-only-serve")
 	}
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -40,7 +41,9 @@ type sizeResult struct {
 	Kill                            time.Duration
 	Floor, Steady                   time.Duration // in process, CPU
 	FloorWall, SteadyWall           time.Duration
-	Notes                           []string
+	// Serve is `sandtop serve`'s cost, as measureServe reports it.
+	Serve string
+	Notes []string
 }
 
 // runStat is one whole-process run of a command.
@@ -69,19 +72,27 @@ func measureOne(ctx context.Context, o options) error {
 		return err
 	}
 	res.Procs = countProcs()
-	fmt.Fprintf(os.Stderr, "   %d processes; list vs ps…\n", res.Procs)
-	measureList(res, o)
-	if ctx.Err() == nil {
+	if !o.onlyServe {
+		fmt.Fprintf(os.Stderr, "   %d processes; list vs ps…\n", res.Procs)
+		measureList(res, o)
+	}
+	if ctx.Err() == nil && !o.onlyServe {
 		measureInProcess(res, o.runs)
 	}
-	if !o.noTUI && ctx.Err() == nil {
+	if !o.noTUI && !o.onlyServe && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "   screens side by side…")
 		if err := measureTUIs(ctx, res, o); err != nil {
 			res.note("screens not measured: %v", err)
 		}
 	}
+	if o.serveWindow > 0 && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "   sandtop serve…")
+		if err := measureServe(ctx, res, o); err != nil {
+			res.note("sandtop serve not measured: %v", err)
+		}
+	}
 	fleet.ReapZombies()
-	if res.Sandboxes > 0 && ctx.Err() == nil {
+	if res.Sandboxes > 0 && ctx.Err() == nil && !o.onlyServe {
 		fmt.Fprintln(os.Stderr, "   kill…")
 		measureKill(res, o)
 	}
@@ -177,7 +188,7 @@ func measureList(res *sizeResult, o options) {
 	}
 	res.PS, res.List = medianRun(ps), medianRun(list)
 	res.JSONRSS = medianRun(js).MaxRSS
-	res.ListWall, res.ListCPU = medianF(wall), medianF(cpu)
+	res.ListWall, res.ListCPU = median(wall), median(cpu)
 	if out, err := exec.Command(o.sandtop, "list", "--json").Output(); err == nil {
 		var doc model.Document
 		if json.Unmarshal(out, &doc) == nil {
@@ -366,20 +377,12 @@ func loadAvg() float64 {
 	return f
 }
 
-func median(ds []time.Duration) time.Duration {
+func median[T cmp.Ordered](ds []T) T {
 	if len(ds) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func medianF(fs []float64) float64 {
-	if len(fs) == 0 {
-		return 0
-	}
-	s := slices.Clone(fs)
 	slices.Sort(s)
 	return s[len(s)/2]
 }

@@ -164,6 +164,11 @@ func (r *report) write(w io.Writer) {
 		"select) per second, strace -c -f over 10 s of each screen left alone. list and ps: alternating pairs.\n"+
 		"Only the last two rows run in process. View ≤ 2 ms is an in-process benchmark: `make bench` (ui).\n", r.window)
 	fmt.Fprintf(w, "Took %s.\n", r.took.Round(time.Second))
+	for _, s := range r.sizes {
+		if s.Serve != "" {
+			fmt.Fprintf(w, "\n%s: %s", thousands(s.Target), s.Serve)
+		}
+	}
 	var notes []string
 	notes = append(notes, r.notes...)
 	for _, s := range r.sizes {
