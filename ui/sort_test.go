@@ -133,11 +133,11 @@ func TestStickyHeaderAndMarkers(t *testing.T) {
 	}
 }
 
-// TestHeaderKeepsBadgeCountsAt80: read-only at 80 columns, with every
+// TestHeaderKeepsBadgeCountsNarrow: read-only in 78 columns, with every
 // badge, the counts all show.
-func TestHeaderKeepsBadgeCountsAt80(t *testing.T) {
+func TestHeaderKeepsBadgeCountsNarrow(t *testing.T) {
 	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, nil)
-	settle(m, size(80, 24), m.Init()())
+	settle(m, size(78, 24), m.Init()())
 	head := strings.SplitN(m.View(), "\n", 2)[0]
 	for _, b := range model.Badges {
 		if !strings.Contains(head, string(b)+"] ") && !strings.Contains(head, string(b)+" ") {
