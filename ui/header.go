@@ -157,7 +157,13 @@ func (s *Styles) header(h headerState, width int) string {
 	if h.scanErr != nil {
 		second = append(second, s.Error.Render("scan failed: "+format.Printable(h.scanErr.Error())))
 	}
-	return ansi.Truncate(strings.Join(top, sep), width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
+	first := strings.Join(top, sep)
+	if ansi.StringWidth(first) > width {
+		// Still too wide with only what never goes: one space between
+		// the parts rather than two.
+		first = strings.Join(top, " ")
+	}
+	return ansi.Truncate(first, width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
 }
 
 // interval spells a refresh interval without trailing zero units: "1s",

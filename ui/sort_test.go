@@ -132,3 +132,19 @@ func TestStickyHeaderAndMarkers(t *testing.T) {
 		t.Errorf("no more-above/below markers:\n%s", h)
 	}
 }
+
+// TestHeaderKeepsBadgeCountsNarrow: read-only in 78 columns, with every
+// badge, the counts all show.
+func TestHeaderKeepsBadgeCountsNarrow(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, nil)
+	settle(m, size(78, 24), m.Init()())
+	head := strings.SplitN(m.View(), "\n", 2)[0]
+	for _, b := range model.Badges {
+		if !strings.Contains(head, string(b)+"] ") && !strings.Contains(head, string(b)+" ") {
+			t.Errorf("header %q lacks the %s count", head, b)
+		}
+	}
+	if strings.Contains(head, "…") {
+		t.Errorf("header cut: %q", head)
+	}
+}
