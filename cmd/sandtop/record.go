@@ -219,6 +219,8 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rec *newRecording, o *rec
 			return "scan failed", fmt.Errorf("scan: %w", err)
 		}
 		switch err := rec.write(snap); {
+		case errors.Is(err, recording.ErrMaxSize) && rec.w.Frames() == 0:
+			return "no snapshot fits --max-size", usageErr(fmt.Errorf("--max-size %s is smaller than one snapshot of this host", o.maxSize.String()))
 		case errors.Is(err, recording.ErrMaxSize):
 			return "reached --max-size " + o.maxSize.String(), nil
 		case err != nil:
