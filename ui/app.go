@@ -18,6 +18,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
@@ -130,6 +131,9 @@ type Model struct {
 	statusErr bool
 	// lastTeardown sums up the last closed teardown log; it stays on the
 	// status line until another one opens.
+	// clipboard copies text (OSC 52 to the terminal, from a Cmd; tests
+	// replace it).
+	clipboard    func(string) tea.Cmd
 	lastTeardown string
 	lastFailed   bool
 	quitArmed    bool
@@ -167,6 +171,9 @@ func New(o Options) *Model {
 		interval: cmp.Or(o.Interval, DefaultInterval),
 		tick:     tickCmd,
 		euid:     cmp.Or(o.EUID, os.Geteuid()),
+		clipboard: func(s string) tea.Cmd {
+			return func() tea.Msg { termenv.Copy(s); return nil }
+		},
 	}
 	if m.lookup == nil {
 		m.lookup = LookupUser
@@ -450,6 +457,7 @@ func (m *Model) headerState() headerState {
 		replay: m.bar != nil,
 		tagged: len(m.tags),
 		row:    m.table.cursor + 1, rows: len(m.table.rows),
+		above: m.table.offset, below: max(len(m.table.rows)-m.table.offset-m.table.height, 0),
 	}
 }
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,6 +108,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.rebuild()
 	case key.Matches(msg, k.Tag):
 		m.tag()
+	case key.Matches(msg, k.Copy):
+		return m.copyID()
 	case key.Matches(msg, k.Untag):
 		clear(m.tags)
 	case key.Matches(msg, k.Kill):
@@ -352,4 +355,20 @@ func (m *Model) sortName() string {
 		return m.sort.String() + ", reversed"
 	}
 	return m.sort.String()
+}
+
+// copyID puts the selected sandbox's full ID (a process's pid) on the
+// clipboard with OSC 52, which works over ssh and in tmux (with
+// set-clipboard on); the write happens in a Cmd.
+func (m *Model) copyID() tea.Cmd {
+	r := m.table.selected()
+	if r == nil || r.kind == rowHost {
+		return nil
+	}
+	s := strconv.Itoa(r.key.id.PID)
+	if r.kind == rowSandbox {
+		s = r.sb.ID
+	}
+	m.setStatus("copied "+s+" (OSC 52: the terminal must allow it)", false)
+	return m.clipboard(s)
 }

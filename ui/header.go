@@ -65,6 +65,8 @@ type headerState struct {
 	replay   bool // the view is a recorded one
 	// row is the cursor's row (from 1) of rows, for "row 40 of 1000".
 	row, rows int
+	// above and below count the rows out of the window.
+	above, below int
 }
 
 func (s *Styles) header(h headerState, width int) string {
@@ -137,7 +139,11 @@ func (s *Styles) header(h headerState, width int) string {
 	}
 	second = append(second, s.HeaderFaint.Render("sort "+h.sort.String()+" · "+mode))
 	if h.rows > 0 {
-		second = append(second, s.HeaderFaint.Render(fmt.Sprintf("row %d of %d", h.row, h.rows)))
+		pos := fmt.Sprintf("row %d of %d", h.row, h.rows)
+		if h.above > 0 || h.below > 0 {
+			pos += fmt.Sprintf(" (↑%d ↓%d more)", h.above, h.below)
+		}
+		second = append(second, s.HeaderFaint.Render(pos))
 	}
 	if h.filter != "" {
 		second = append(second, s.HeaderText.Render(fmt.Sprintf("filter %q: %d of %d sandboxes", h.filter, h.shown, h.sum.sandboxes)))
@@ -151,7 +157,13 @@ func (s *Styles) header(h headerState, width int) string {
 	if h.scanErr != nil {
 		second = append(second, s.Error.Render("scan failed: "+format.Printable(h.scanErr.Error())))
 	}
-	return ansi.Truncate(strings.Join(top, sep), width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
+	first := strings.Join(top, sep)
+	if ansi.StringWidth(first) > width {
+		// Still too wide with only what never goes: one space between
+		// the parts rather than two.
+		first = strings.Join(top, " ")
+	}
+	return ansi.Truncate(first, width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
 }
 
 // interval spells a refresh interval without trailing zero units: "1s",

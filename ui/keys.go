@@ -22,6 +22,7 @@ type KeyMap struct {
 	Reverse            key.Binding
 	Host               key.Binding
 	Tag, Untag         key.Binding
+	Copy               key.Binding
 	Kill               key.Binding
 	Refresh            key.Binding
 	Faster, Slower     key.Binding
@@ -55,6 +56,7 @@ func DefaultKeyMap() KeyMap {
 		Host:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "host processes")),
 		Tag:         key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "tag")),
 		Untag:       key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "clear tags")),
+		Copy:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Kill:        key.NewBinding(key.WithKeys("K", "f9"), key.WithHelp("K F9", "kill")),
 		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Faster:      key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
@@ -107,7 +109,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host},
+		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy},
 		{k.Filter, k.Search, k.Sort, k.Reverse, k.Refresh, k.Faster, k.Slower},
 		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}

@@ -109,3 +109,20 @@ func TestTeardownLogScrollsToItsStart(t *testing.T) {
 		t.Errorf("the summary left the status line at the next key: %q", m.statusView())
 	}
 }
+
+// TestCopyID: c copies the selected sandbox's full ID (a process's pid)
+// through the clipboard Cmd, never in Update.
+func TestCopyID(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{})
+	var got []string
+	m.clipboard = func(s string) tea.Cmd { return func() tea.Msg { got = append(got, s); return nil } }
+	settle(m, size(120, 30), m.Init()())
+	cmd := m.key(keyMsg("c"))
+	if len(got) != 0 {
+		t.Fatal("copied in Update")
+	}
+	settle(m, cmd())
+	if want := m.table.selected().sb.ID; len(got) != 1 || got[0] != want || !strings.Contains(m.status, want) {
+		t.Errorf("copied %v, status %q; want %s", got, m.status, want)
+	}
+}

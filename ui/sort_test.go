@@ -102,3 +102,49 @@ func TestMouse(t *testing.T) {
 		t.Errorf("wheel down: cursor %d, want %d", m.table.cursor, before+wheelStep)
 	}
 }
+
+// TestStickyHeaderAndMarkers: scrolled into a sandbox's processes, the
+// first line names the sandbox; the header says how many rows are above
+// and below the window.
+func TestStickyHeaderAndMarkers(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{})
+	settle(m, size(120, 16), m.Init()())
+	settle(m, keys("e")...)
+	// Down until the window starts inside a sandbox's processes.
+	for range len(m.table.rows) {
+		if m.table.rows[m.table.offset].kind == rowMember {
+			break
+		}
+		settle(m, keys("j")...)
+	}
+	top := &m.table.rows[m.table.offset]
+	if top.kind != rowMember {
+		t.Fatalf("window starts at a %v row; the test wants it inside a sandbox", top.kind)
+	}
+	lines := strings.Split(m.table.view(m.rowCtx()), "\n")
+	if !strings.Contains(lines[1], top.sb.ID[:12]) {
+		t.Errorf("first line %q does not name its sandbox %s", lines[1], top.sb.ID)
+	}
+	if m.table.cursor == m.table.offset {
+		t.Error("the cursor's row is hidden under the sticky header")
+	}
+	if h := m.View(); !strings.Contains(h, "↑") || !strings.Contains(h, "↓") {
+		t.Errorf("no more-above/below markers:\n%s", h)
+	}
+}
+
+// TestHeaderKeepsBadgeCountsNarrow: read-only in 78 columns, with every
+// badge, the counts all show.
+func TestHeaderKeepsBadgeCountsNarrow(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, nil)
+	settle(m, size(78, 24), m.Init()())
+	head := strings.SplitN(m.View(), "\n", 2)[0]
+	for _, b := range model.Badges {
+		if !strings.Contains(head, string(b)+"] ") && !strings.Contains(head, string(b)+" ") {
+			t.Errorf("header %q lacks the %s count", head, b)
+		}
+	}
+	if strings.Contains(head, "…") {
+		t.Errorf("header cut: %q", head)
+	}
+}

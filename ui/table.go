@@ -118,6 +118,26 @@ func (t *table) clamp() {
 	if t.cursor >= t.offset+h {
 		t.offset = t.cursor - h + 1
 	}
+	// The first line shows the sticky sandbox header, not its own row:
+	// keep the cursor's row below it.
+	for t.cursor == t.offset && t.offset > 0 && t.groupAbove(t.offset) >= 0 {
+		t.offset--
+	}
+}
+
+// groupAbove is the index of the sandbox (or host) row of the process row
+// i when that row is above i, else -1.
+func (t *table) groupAbove(i int) int {
+	r := &t.rows[i]
+	if r.kind != rowMember && r.kind != rowHostProc {
+		return -1
+	}
+	for g := i - 1; g >= 0; g-- {
+		if k := t.rows[g].kind; k == rowSandbox || k == rowHost {
+			return g
+		}
+	}
+	return -1
 }
 
 func (t *table) move(d int) {
@@ -143,7 +163,15 @@ func (t *table) view(c *rowCtx) string {
 	end := min(t.offset+t.height, len(t.rows))
 	for i := t.offset; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(t.renderRow(&t.rows[i], i == t.cursor, c))
+		r := &t.rows[i]
+		if i == t.offset {
+			// Sticky header: the first line of a window that starts
+			// inside a sandbox's processes names that sandbox.
+			if g := t.groupAbove(i); g >= 0 {
+				r = &t.rows[g]
+			}
+		}
+		b.WriteString(t.renderRow(r, i == t.cursor, c))
 	}
 	for i := end - t.offset; i < t.height; i++ {
 		b.WriteByte('\n')

@@ -132,19 +132,7 @@ func TestKillFinishesWhateverHappensToItsOutput(t *testing.T) {
 			if tc.maxTaken > 0 && taken > tc.maxTaken {
 				t.Errorf("took %s: the interrupt did not cut the %s grace short", taken, tc.grace)
 			}
-			for _, p := range sb.Processes {
-				if alive(p.Identity) {
-					t.Errorf("%d %s (%s) survived", p.PID, p.Comm, p.Role)
-				}
-			}
-			b, err := os.ReadFile(audit)
-			if err != nil {
-				t.Fatalf("no audit record: %v", err)
-			}
-			var rec teardown.AuditRecord
-			if err := json.Unmarshal(b, &rec); err != nil || rec.ID != sb.ID || !rec.Totals.OK() {
-				t.Errorf("audit record %q (%v)", b, err)
-			}
+			assertTornDownAndAudited(t, sb, audit)
 		})
 	}
 }
@@ -198,6 +186,13 @@ func TestTUIFinishesTeardownWhenTerminalCloses(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	assertTornDownAndAudited(t, sb, audit)
+}
+
+// assertTornDownAndAudited checks that nothing of the sandbox is alive and
+// that the audit log holds its one record of a complete teardown.
+func assertTornDownAndAudited(t *testing.T, sb *fleet.Sandbox, audit string) {
+	t.Helper()
 	for _, p := range sb.Processes {
 		if alive(p.Identity) {
 			t.Errorf("%d %s (%s) survived", p.PID, p.Comm, p.Role)
