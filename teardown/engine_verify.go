@@ -26,7 +26,9 @@ func (r *run) scan() (*proc.Snapshot, error) {
 		r.sc = r.e.scanner
 	}
 	if r.sc == nil {
-		sc, err := proc.NewScanner(proc.Options{ProcRoot: r.e.procRoot, SysRoot: r.e.sysRoot})
+		// Verify re-groups with the plan's rules only, so it reads what
+		// they need (a lazy scan), like the scan that made the plan.
+		sc, err := proc.NewScanner(proc.Options{ProcRoot: r.e.procRoot, SysRoot: r.e.sysRoot, Need: r.e.rules.Needs})
 		if err != nil {
 			return nil, err
 		}

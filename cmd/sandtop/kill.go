@@ -89,7 +89,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	}
 	// One scanner plans and verifies, so each verify round re-reads only
 	// what changed.
-	sc, err := g.scanner()
+	sc, err := g.scanner(rules.Needs)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func lineEmitter(w io.Writer, st *theme.Theme) func(teardown.Event) {
 // completeIDs offers the live sandbox IDs that start with prefix, each
 // described by its runtime and badges (shells that show descriptions do).
 func completeIDs(g *globals, already []string, prefix string) []string {
-	v, err := g.view()
+	v, err := g.view(false)
 	if err != nil {
 		return nil
 	}

@@ -75,7 +75,10 @@ func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
 	case o.from == "" && o.at != "":
 		return nil, usageErr(errors.New("--at needs --from: a recording to read"))
 	case o.from == "":
-		return g.view()
+		// The text table shows no exe, cwd or uid: the scan reads them
+		// only where a rule needs them. The JSON document carries every
+		// listed process's uid (status), still no exe or cwd.
+		return g.view(o.json)
 	case o.at == "":
 		return nil, usageErr(errors.New("--from needs --at: the moment to list"))
 	}

@@ -92,11 +92,7 @@ func (o *recordOpts) check() error {
 // field any rule can match on, not only those the rules in effect need, so
 // that a replay with other rules sees what they would have seen.
 func (g *globals) recordScanner() (*proc.Scanner, error) {
-	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", g.procRoot, err)
-	}
-	return s, nil
+	return g.scanner(nil) // a full read (proc.Options.Need)
 }
 
 // newRecording creates the file and writes the header once the first

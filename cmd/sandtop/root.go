@@ -145,30 +145,35 @@ func (g *globals) rules() (model.Rules, error) {
 	return rules, nil
 }
 
-func (g *globals) scanner() (*proc.Scanner, error) {
+// scanner opens a scanner. A non-nil need makes its scans lazy
+// (proc.Options.Need): commands whose output shows no exe, cwd or uid pass
+// their rules' Needs and skip those reads wherever no rule depends on them.
+func (g *globals) scanner(need func(*proc.Process) proc.Fields) (*proc.Scanner, error) {
 	// A --proc-root that is not there is a mistyped flag (exit 2), said
 	// once rather than wrapped three times.
 	if _, err := os.Stat(g.procRoot); err != nil {
 		return nil, usageErr(fmt.Errorf("--proc-root %s: %w", g.procRoot, errors.Unwrap(err)))
 	}
-	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
+	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Need: need})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// view scans once and groups the result.
-func (g *globals) view() (*model.View, error) {
+// view scans once and groups the result, reading only what the rules
+// need (a lazy scan), and with uids every process's status too, for
+// output that shows each process's uid.
+func (g *globals) view(uids bool) (*model.View, error) {
 	rules, err := g.rules()
 	if err != nil {
 		return nil, err
 	}
-	return g.viewWith(rules)
-}
-
-func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
-	s, err := g.scanner()
+	need := rules.Needs
+	if uids {
+		need = func(p *proc.Process) proc.Fields { return rules.Needs(p) | proc.FieldStatus }
+	}
+	s, err := g.scanner(need)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,10 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
 	if o.record != "" {
 		sc, err = g.recordScanner()
 	} else {
-		sc, err = g.scanner()
+		// A full read: the table shows every row's user, and the detail
+		// pane a process's exe and cwd. A refresh reads them only for
+		// processes born since the last one.
+		sc, err = g.scanner(nil)
 	}
 	if err != nil {
 		return err
@@ -143,7 +146,7 @@ func runScreen(cmd *cobra.Command, in, out *os.File, opts ui.Options) error {
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out))
+	prog := ui.NewScreen(cmd.Context(), m, in, out, ui.ScreenOptions{Mouse: true})
 	// A closed terminal (SIGHUP) ends the screen, not the process: the
 	// teardowns still running must finish and write their audit records.
 	hup := make(chan os.Signal, 1)

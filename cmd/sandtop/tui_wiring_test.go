@@ -55,7 +55,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	}
 
 	g := &globals{procRoot: "/proc"}
-	sc, err := g.scanner()
+	sc, err := g.scanner(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -22,8 +23,8 @@ type serveCost struct {
 	coldCPU    time.Duration // CPU until the first scan answered /healthz
 	cpuShare   float64       // CPU time over the window / the window
 	scans      int           // scans in the window
-	rss        []uint64      // VmRSS, sampled every second of the window
-	hwm        uint64
+	rss        []int64       // VmRSS, sampled every second of the window
+	hwm        int64
 	scrapes    []time.Duration // /metrics, default flags
 	perSandbox []time.Duration // /metrics with --per-sandbox
 	metricsLen int
@@ -33,7 +34,7 @@ type serveCost struct {
 // scraped every interval as Prometheus would, and reads its CPU time over
 // the window (after its first, cold scan), its RSS at the end, and the
 // time a scrape takes; then, briefly, the scrape time with --per-sandbox.
-func measureServe(ctx context.Context, r *report, o options) error {
+func measureServe(ctx context.Context, res *sizeResult, o options) error {
 	c := &serveCost{interval: 15 * time.Second, window: o.serveWindow}
 	s, err := startServe(o.sandtop, "--interval", c.interval.String())
 	if err != nil {
@@ -92,7 +93,9 @@ func measureServe(ctx context.Context, r *report, o options) error {
 		}
 		c.perSandbox = append(c.perSandbox, d)
 	}
-	r.serve = c
+	var b strings.Builder
+	c.write(&b)
+	res.Serve = b.String()
 	return nil
 }
 
@@ -167,8 +170,10 @@ func (s *serveProc) stop() {
 }
 
 func (s *serveProc) cpu() (time.Duration, error) {
-	ticks, err := cpuTicks(s.pid)
-	return time.Duration(ticks) * time.Second / 100, err
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", s.pid)); err != nil {
+		return 0, err
+	}
+	return cpuTime(s.pid), nil
 }
 
 // scrape reads /metrics as Prometheus asks for it and times it.
