@@ -26,7 +26,7 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
 	}
 	bin := sandtopBinary(t)
-	sock := fmt.Sprintf("-Lsandtop-idle-%d", os.Getpid())
+	sock := "-S" + filepath.Join(t.TempDir(), "tmux") // no socket outlives the test
 	tmux := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput()
