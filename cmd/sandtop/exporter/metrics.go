@@ -9,7 +9,6 @@ import (
 	"github.com/sandtop/sandtop/proc"
 )
 
-
 // sandboxLabels name one sandbox: its ID alone is not unique (two
 // containerd namespaces can each hold a container "web", two runtimes can
 // pick the same ID), so every per-sandbox series carries all three, and no
