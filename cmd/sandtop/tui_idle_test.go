@@ -26,7 +26,8 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
 	}
 	bin := sandtopBinary(t)
-	sock := fmt.Sprintf("-Lsandtop-idle-%d", os.Getpid())
+	// Its socket is in the test's directory (-S): none outlives it.
+	sock := "-S" + filepath.Join(t.TempDir(), "tmux")
 	tmux := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput()
