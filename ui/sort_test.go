@@ -148,3 +148,17 @@ func TestHeaderKeepsBadgeCountsNarrow(t *testing.T) {
 		t.Errorf("header cut: %q", head)
 	}
 }
+
+// TestWideTerminalShowsWholeIDs: at 250 columns the ID column shows whole
+// IDs; at 120 the short ones.
+func TestWideTerminalShowsWholeIDs(t *testing.T) {
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{})
+	settle(m, size(250, 30), m.Init()())
+	if v := m.View(); !strings.Contains(v, idVM0+" ") {
+		t.Errorf("250 columns: %s not shown whole:\n%s", idVM0, v)
+	}
+	settle(m, size(120, 30))
+	if v := m.View(); strings.Contains(v, idVM0) {
+		t.Errorf("120 columns: %s shown whole:\n%s", idVM0, v)
+	}
+}

@@ -16,17 +16,19 @@ import (
 // the numbers line up down the screen: ID/PID, RUNTIME/USER, PROCS/S, CPU%,
 // MEM, AGE/TIME+, then BADGES/COMMAND takes the rest.
 const (
-	gutterW  = 2 // cursor mark, tag mark
-	arrowW   = 2 // "▸ "
-	minIDW   = model.MinShortID
-	maxIDW   = 24
-	runtimeW = 12
-	countW   = 7
-	cpuW     = 6
-	memW     = 7
-	ageW     = 9
-	minRestW = 8
-	nSeps    = 6
+	gutterW = 2 // cursor mark, tag mark
+	arrowW  = 2 // "▸ "
+	minIDW  = model.MinShortID
+	maxIDW  = 24
+	// maxFullIDW bounds whole names (a namespace and a 64-character ID).
+	maxFullIDW = 80
+	runtimeW   = 12
+	countW     = 7
+	cpuW       = 6
+	memW       = 7
+	ageW       = 9
+	minRestW   = 8
+	nSeps      = 6
 )
 
 // fixedW is the width of everything but the ID and the last column.
@@ -55,6 +57,8 @@ type table struct {
 	height int
 	width  int
 	idW    int
+	// fullIDs shows whole names in the ID column (a wide terminal).
+	fullIDs bool
 	// sort and reverse are the order the rows are in, for the header's
 	// arrow.
 	sort    sortKey
@@ -77,12 +81,7 @@ func (t *table) setRows(rows []row, keep rowKey, had bool) {
 	screen := t.cursor - t.offset
 	old := t.cursor
 	t.rows = rows
-	t.idW = minIDW
-	for i := range rows {
-		if rows[i].kind == rowSandbox {
-			t.idW = max(t.idW, min(len(rows[i].short), maxIDW))
-		}
-	}
+	t.sizeID()
 	i := -1
 	if had {
 		i = find(rows, keep)
@@ -151,8 +150,33 @@ func (t *table) pageUp()   { t.move(-max(t.height-1, 1)) }
 func (t *table) pageDown() { t.move(max(t.height-1, 1)) }
 
 func (t *table) setSize(w, h int) {
-	t.width, t.height = w, h
+	if w != t.width {
+		t.width = w
+		t.sizeID()
+	}
+	t.height = h
 	t.clamp()
+}
+
+// wideRest is the room the last column must keep for the IDs to be shown
+// whole instead of shortened.
+const wideRest = 80
+
+// sizeID sizes the ID column: the short names, or on a terminal wide
+// enough the whole names (namespace/ID), so that a wide window uses its
+// room.
+func (t *table) sizeID() {
+	short, full := minIDW, minIDW
+	for i := range t.rows {
+		if r := &t.rows[i]; r.kind == rowSandbox {
+			short = max(short, min(len(r.short), maxIDW))
+			full = max(full, min(len(r.sb.Name()), maxFullIDW))
+		}
+	}
+	t.idW, t.fullIDs = short, false
+	if t.width-fixedW-full >= wideRest {
+		t.idW, t.fullIDs = full, true
+	}
 }
 
 // view draws the column header and the visible rows, exactly height+1
@@ -272,7 +296,11 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 			arrow = "▾ "
 		}
 		b.WriteString(arrow)
-		id, rt := format.Printable(r.short), format.Printable(r.runtime())
+		name := r.short
+		if t.fullIDs && r.sb != nil {
+			name = r.sb.Name()
+		}
+		id, rt := format.Printable(name), format.Printable(r.runtime())
 		if r.kind == rowHost {
 			id, rt, style = "(host)", "-", t.styles.HostRow
 			tail = "processes in no sandbox"

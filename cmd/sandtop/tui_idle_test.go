@@ -26,8 +26,7 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
 	}
 	bin := sandtopBinary(t)
-	// Its socket is in the test's directory (-S): none outlives it.
-	sock := "-S" + filepath.Join(t.TempDir(), "tmux")
+	sock := "-S" + filepath.Join(t.TempDir(), "tmux") // no socket outlives the test
 	tmux := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput()
