@@ -135,3 +135,43 @@ func TestMatchCgroup(t *testing.T) {
 		}
 	}
 }
+
+func TestPausedIsTheWorkload(t *testing.T) {
+	const cg = "/team-a/w3b34"
+	procs := func() []*proc.Process {
+		return []*proc.Process{
+			pr(1090, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-a -id w3b34 -address /run/ctrd.sock"),
+			pr(1100, 1090, "sleep 100001", cgroup(cg), freezer(cg), nspid(1), state('D')),
+			pr(1101, 1100, "sleep 100000", cgroup(cg), freezer(cg), nspid(6), state('D')),
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		v1, v2     bool
+		shimFrozen bool
+		paused     bool
+		note       string
+	}{
+		{name: "running"},
+		{name: "ctr task pause: the v1 freezer of the container, not the shim", v1: true, paused: true, note: "workload frozen: 2 processes in /team-a/w3b34; 1 outside it"},
+		{name: "v2 freeze of the container", v2: true, paused: true, note: "workload frozen: 2 processes"},
+		{name: "everything frozen", v1: true, shimFrozen: true, paused: true, note: "frozen: all 3 processes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snap(procs()...)
+			s.Listeners["/run/ctrd.sock"] = true
+			s.Freezers[cg] = proc.CgroupState{Exists: true, Frozen: tc.v1}
+			s.Cgroups[cg] = proc.CgroupState{Exists: true, Frozen: tc.v2}
+			if tc.shimFrozen {
+				s.ByPID[1090].Cgroup, s.Cgroups["/shim"] = "/shim", proc.CgroupState{Exists: true, Frozen: true}
+			}
+			sb := one(t, Build(s, Presets(), nil), "team-a/w3b34")
+			if sb.Paused != tc.paused || sb.Frozen != tc.paused || !strings.Contains(sb.PausedNote, tc.note) {
+				t.Errorf("paused %v frozen %v note %q; want paused %v, note with %q", sb.Paused, sb.Frozen, sb.PausedNote, tc.paused, tc.note)
+			}
+			if tc.paused {
+				wantBadges(t, sb, BadgePaused)
+			}
+		})
+	}
+}

@@ -27,19 +27,25 @@ type SandboxJSON struct {
 	// Namespace is the runtime's namespace ("" when it has none); Name is
 	// "namespace/id" (or the ID), Key "runtime:namespace/id": the
 	// sandbox's identity, unique in the document.
-	Namespace     string        `json:"namespace"`
-	Name          string        `json:"name"`
-	Key           string        `json:"key"`
-	CgroupOnly    bool          `json:"cgroup_only"`
-	RootPID       int           `json:"root_pid"`
-	SupervisorPID int           `json:"supervisor_pid"`
-	Supervisor    string        `json:"supervisor"`
-	Cgroup        string        `json:"cgroup"`
-	Freezer       string        `json:"freezer_cgroup"`
-	Frozen        bool          `json:"frozen"`
-	Badges        []Badge       `json:"badges"`
-	Cleanup       []string      `json:"cleanup"`
-	Processes     []ProcessJSON `json:"processes"`
+	Namespace     string `json:"namespace"`
+	Name          string `json:"name"`
+	Key           string `json:"key"`
+	CgroupOnly    bool   `json:"cgroup_only"`
+	RootPID       int    `json:"root_pid"`
+	SupervisorPID int    `json:"supervisor_pid"`
+	Supervisor    string `json:"supervisor"`
+	Cgroup        string `json:"cgroup"`
+	Freezer       string `json:"freezer_cgroup"`
+	Frozen        bool   `json:"frozen"`
+	// FrozenProcesses counts live processes in a frozen cgroup, and
+	// WorkloadProcesses those in the sandbox's own cgroup (all, without
+	// one); Paused says which part is frozen or stopped.
+	FrozenProcesses   int           `json:"frozen_processes"`
+	WorkloadProcesses int           `json:"workload_processes"`
+	Paused            string        `json:"paused"`
+	Badges            []Badge       `json:"badges"`
+	Cleanup           []string      `json:"cleanup"`
+	Processes         []ProcessJSON `json:"processes"`
 }
 
 // ProcessJSON is one process in a Document.
@@ -73,20 +79,23 @@ func (v *View) Document(all bool) Document {
 	}
 	for _, sb := range v.Sandboxes {
 		s := SandboxJSON{
-			ID:         sb.ID,
-			Runtime:    sb.Runtime,
-			Namespace:  sb.Namespace,
-			Name:       sb.Name(),
-			Key:        sb.Key(),
-			CgroupOnly: sb.CgroupOnly,
-			RootPID:    sb.Root.PID,
-			Supervisor: sb.SupervisorNote,
-			Cgroup:     sb.Cgroup,
-			Freezer:    sb.Freezer,
-			Frozen:     sb.Frozen,
-			Badges:     append([]Badge{}, sb.Badges...),
-			Cleanup:    append([]string{}, sb.Cleanup...),
-			Processes:  make([]ProcessJSON, 0, len(sb.Members)),
+			ID:                sb.ID,
+			Runtime:           sb.Runtime,
+			Namespace:         sb.Namespace,
+			Name:              sb.Name(),
+			Key:               sb.Key(),
+			CgroupOnly:        sb.CgroupOnly,
+			RootPID:           sb.Root.PID,
+			Supervisor:        sb.SupervisorNote,
+			Cgroup:            sb.Cgroup,
+			Freezer:           sb.Freezer,
+			Frozen:            sb.Frozen,
+			FrozenProcesses:   sb.FrozenProcesses,
+			WorkloadProcesses: sb.WorkloadProcesses,
+			Paused:            sb.PausedNote,
+			Badges:            append([]Badge{}, sb.Badges...),
+			Cleanup:           append([]string{}, sb.Cleanup...),
+			Processes:         make([]ProcessJSON, 0, len(sb.Members)),
 		}
 		if sb.Supervisor != nil {
 			s.SupervisorPID = sb.Supervisor.PID
