@@ -63,6 +63,7 @@ func (w *build) finish() *View {
 		sb.Orphan = sb.supOrphan
 		badge(sb, w.snap)
 		sb.Cleanup = w.cleanup(sb)
+		sb.Reconcile = w.reconcile(sb)
 		sb.rules = w.rules[sb]
 	}
 	w.last.members = byPos
@@ -363,6 +364,20 @@ func (w *build) cleanup(sb *Sandbox) []string {
 		}
 	}
 	return out
+}
+
+// reconcile picks the runtime's own command to run after a kill: the
+// first rule that recognised the sandbox (in rules order) whose reconcile
+// command expands in full with the sandbox's captures.
+func (w *build) reconcile(sb *Sandbox) []string {
+	rs := slices.Clone(w.rules[sb])
+	slices.SortFunc(rs, func(a, b *Rule) int { return cmp.Compare(w.ruleIndex[a], w.ruleIndex[b]) })
+	for _, r := range rs {
+		if argv, err := (Match{Rule: r, ID: sb.ID, Vars: sb.Vars}).ReconcileArgv(); err == nil && len(argv) > 0 {
+			return argv
+		}
+	}
+	return nil
 }
 
 // SafeCleanupPath reports whether path may be removed as cleanup of the

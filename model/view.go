@@ -127,6 +127,10 @@ type Sandbox struct {
 	Badges     []Badge
 	// Cleanup is the rule's cleanup paths with captures substituted.
 	Cleanup []string
+	// Reconcile is the runtime's own command, captures substituted, that
+	// makes it notice the sandbox was killed behind its back (podman rm
+	// --force <id>); nil when the runtime notices by itself.
+	Reconcile []string
 
 	// idx is the sandbox's position in View.Sandboxes. supOrphan is the
 	// supervisor's verdict alone (Orphan also counts escaped members), and
