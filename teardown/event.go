@@ -22,6 +22,9 @@ const (
 	StepVerify     = "verify"
 	StepCleanup    = "cleanup"
 	StepDone       = "done"
+	// StepReconcile runs the runtime's own command after a teardown
+	// (kill --reconcile), outside Run.
+	StepReconcile = "reconcile"
 )
 
 // Status is a step's outcome.
@@ -48,6 +51,9 @@ type Event struct {
 	Detail string `json:"detail,omitempty"`
 	// Totals is set on the done event only.
 	Totals *Totals `json:"totals,omitempty"`
+	// Reconcile, on the done event, is the runtime's own command to run
+	// so that it notices the kill (podman rm --force <id>).
+	Reconcile []string `json:"reconcile,omitempty"`
 }
 
 // Totals sums up a teardown.

@@ -50,6 +50,10 @@ type Plan struct {
 	SupervisorNote string
 	// Cleanup lists the paths removed after the kill (unsupervised only).
 	Cleanup []string
+	// Reconcile is the runtime's own command that makes it notice the
+	// kill (from the sandbox's rule, never from a process's argv): the
+	// done step prints it, and RunReconcile runs it.
+	Reconcile []string
 	// Grace is the graceful phase's wait; 0 means SIGKILL at once.
 	Grace time.Duration
 	// Deadline bounds the verify loop.
@@ -119,6 +123,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	if !sb.Supervised {
 		p.Cleanup = slices.Clone(sb.Cleanup)
 	}
+	p.Reconcile = slices.Clone(sb.Reconcile)
 	// Pre-order reversed puts every process after all of its descendants.
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(sb.Members[i]))
@@ -257,6 +262,9 @@ func (p *Plan) Write(w io.Writer) {
 		fmt.Fprintf(w, "cleanup:    %s\n", strings.Join(p.Cleanup, ", "))
 	default:
 		fmt.Fprintf(w, "cleanup:    nothing to remove\n")
+	}
+	if len(p.Reconcile) > 0 {
+		fmt.Fprintf(w, "reconcile:  %s (%s does not notice by itself; --reconcile runs it after the kill)\n", ShellQuote(p.Reconcile), p.Runtime)
 	}
 	fmt.Fprintf(w, "strategy:   %s\n", p.Strategy())
 	fmt.Fprintf(w, "steps:      %s\n", strings.Join(p.Steps(), " → "))
