@@ -29,15 +29,20 @@ screenshots: build
 	screenshots/capture.sh
 
 # Tools some tests drive: tmux is the real terminal the demo and read-only
-# tests run in, strace watches the read-only program's system calls.
-# Installed from Debian when missing and root; otherwise those tests skip.
-TEST_TOOLS := tmux strace
+# tests run in, strace watches the read-only program's system calls, and
+# the real runtimes (cmd/sandtop/realrt_test.go) are judged against:
+# containerd, runc, dockerd, podman (+conmon), bubblewrap, QEMU and
+# systemd-nspawn, with busybox-static for a root filesystem. Each is a
+# Debian package, checked by one command it installs ("package:command"),
+# installed when missing and root; otherwise those tests skip.
+TEST_TOOLS := tmux:tmux strace:strace containerd:containerd runc:runc docker.io:dockerd podman:podman \
+	bubblewrap:bwrap busybox-static:busybox qemu-system-x86:qemu-system-x86_64 systemd-container:systemd-nspawn
 test-deps:
-	@missing=$$(for t in $(TEST_TOOLS); do command -v $$t >/dev/null || echo $$t; done); \
+	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t#*:} >/dev/null || echo $${t%%:*}; done); \
 	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || \
 		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; }; } || \
-		echo "missing $$missing: the tests that drive them will skip"
+		echo "missing $$(echo $$missing): the tests that drive them will skip"
 
 # The tests spawn real process trees, cgroups and signals; as root they
 # also cover cgroup freeze/kill and PID reuse (they skip those otherwise).

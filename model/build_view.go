@@ -228,7 +228,8 @@ func (w *build) rootless(sb *Sandbox) {
 	}
 	where, matched := sb.Cgroup, false
 	for _, m := range sb.Members {
-		if m.Via != ViaRule && m.Via != ViaGroup {
+		// A dead root (a zombie shim nobody reaps) is no root.
+		if m.Via != ViaRule && m.Via != ViaGroup || m.Zombie() {
 			continue
 		}
 		matched = true
