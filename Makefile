@@ -28,21 +28,28 @@ demo: build
 screenshots: build
 	screenshots/capture.sh
 
-# Tools some tests drive: tmux is the real terminal the demo and read-only
-# tests run in, strace watches the read-only program's system calls, and
-# the real runtimes (cmd/sandtop/realrt_test.go) are judged against:
-# containerd, runc, dockerd, podman (+conmon), bubblewrap, QEMU and
-# systemd-nspawn, with busybox-static for a root filesystem. Each is a
-# Debian package, checked by one command it installs ("package:command"),
-# installed when missing and root; otherwise those tests skip.
-TEST_TOOLS := tmux:tmux strace:strace containerd:containerd runc:runc docker.io:dockerd podman:podman \
-	bubblewrap:bwrap busybox-static:busybox qemu-system-x86:qemu-system-x86_64 systemd-container:systemd-nspawn
+# Tools some tests drive, as command:Debian package: tmux is the real
+# terminal the demo and read-only tests run in, strace watches the read-only
+# programs' system calls, prometheus and promtool scrape `sandtop serve` and
+# check its metrics and alert rules, systemd-analyze checks its unit; the
+# real runtimes (cmd/sandtop/realrt_test.go) are judged against: containerd,
+# runc, dockerd, podman (+conmon), bubblewrap, QEMU and systemd-nspawn, with
+# busybox-static for a root filesystem.
+# Installed from Debian when missing and root; otherwise those tests skip.
+# Debian's prometheus service is never started (a policy-rc.d refuses it,
+# invoke-rc.d(8), while apt-get runs): the tests start their own.
+TEST_TOOLS := tmux:tmux strace:strace prometheus:prometheus promtool:prometheus systemd-analyze:systemd \
+	containerd:containerd ctr:containerd runc:runc dockerd:docker.io podman:podman conmon:conmon bwrap:bubblewrap \
+	busybox:busybox-static qemu-system-x86_64:qemu-system-x86 systemd-nspawn:systemd-container
 test-deps:
-	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t#*:} >/dev/null || echo $${t%%:*}; done); \
-	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || \
-		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; }; } || \
-		echo "missing $$(echo $$missing): the tests that drive them will skip"
+	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || echo $${t#*:}; done | sort -u); \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \
+		policy=/usr/sbin/policy-rc.d; \
+		if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' >$$policy && chmod +x $$policy && trap "rm -f $$policy" EXIT; fi; \
+		install="apt-get install -y -qq --no-install-recommends $$missing"; \
+		DEBIAN_FRONTEND=noninteractive $$install >/dev/null 2>&1 || \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$install >/dev/null; }; }; } || \
+		echo "missing $$missing: the tests that drive them will skip"
 
 # The tests spawn real process trees, cgroups and signals; as root they
 # also cover cgroup freeze/kill and PID reuse (they skip those otherwise).

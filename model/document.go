@@ -1,6 +1,8 @@
 package model
 
 import (
+	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/sandtop/sandtop/proc"
@@ -65,6 +67,15 @@ type ProcessJSON struct {
 	Threads    int       `json:"threads"`
 	Orphan     bool      `json:"orphan"`
 	Zombie     bool      `json:"zombie"`
+}
+
+// Encode writes the document as `sandtop list --json` prints it: indented
+// JSON and a newline. Every other endpoint that hands out the document
+// calls this, so they all print the same bytes.
+func (d Document) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
 }
 
 // Document converts the view. With all, the unattributed processes are

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -39,9 +38,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 			}
 			out := cmd.OutOrStdout()
 			if o.json {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(v.Document(o.all))
+				return v.Document(o.all).Encode(out)
 			}
 			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil

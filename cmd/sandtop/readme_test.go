@@ -40,6 +40,9 @@ func readmeCommands(t *testing.T) []string {
 			if i := strings.Index(line, " # "); i >= 0 {
 				line = line[:i]
 			}
+			if strings.HasPrefix(line, "#") {
+				continue // a note for the reader, such as a step outside sandtop
+			}
 			if line = strings.TrimSpace(line); line != "" {
 				cmds = append(cmds, line)
 			}
@@ -153,6 +156,10 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 			args = args[:i] // the redirection: stdout is checked below
 			expect = append(expect, "sandtop")
 		}
+	}
+	if len(args) > 0 && args[0] == "serve" {
+		runReadmeServe(t, args[1:])
+		return
 	}
 	code, out, errOut := sandtop(t, args...)
 	want := 0

@@ -1,0 +1,247 @@
+package exporter
+
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// Badges are the badge label values, every one present for every runtime.
+var Badges = []model.Badge{model.BadgeOrphan, model.BadgeZombie, model.BadgePaused}
+
+// The metrics derived from a view. Names, types and labels are part of
+// sandtop's interface (README "Watching a fleet"): add, never rename.
+var (
+	descSandboxes = prometheus.NewDesc("sandtop_sandboxes",
+		"Sandboxes on this host.", []string{"runtime"}, nil)
+	descBadged = prometheus.NewDesc("sandtop_sandboxes_badged",
+		"Sandboxes carrying a badge (orphan, zombie, paused); 0 where none.", []string{"runtime", "badge"}, nil)
+	descProcesses = prometheus.NewDesc("sandtop_sandbox_processes",
+		"Processes in sandboxes.", []string{"runtime"}, nil)
+	descZombies = prometheus.NewDesc("sandtop_zombie_processes",
+		"Zombie processes in sandboxes.", []string{"runtime"}, nil)
+	descUnattributed = prometheus.NewDesc("sandtop_unattributed_processes",
+		"User-space processes in no sandbox.", nil, nil)
+	descUnreadable = prometheus.NewDesc("sandtop_partly_unreadable_processes",
+		"Processes some of whose fields could not be read (not root: run serve as root).", nil, nil)
+	descOldestOrphan = prometheus.NewDesc("sandtop_oldest_orphan_start_time_seconds",
+		"Start time of the oldest orphaned sandbox's root process, Unix seconds; absent while the runtime has no orphan.", []string{"runtime"}, nil)
+	descLastScan = prometheus.NewDesc("sandtop_last_scan_timestamp_seconds",
+		"When the last successful scan read the host, Unix seconds.", nil, nil)
+
+	descInfo = prometheus.NewDesc("sandtop_sandbox_info",
+		"Always 1, one per sandbox (with --per-sandbox).", []string{"id", "runtime", "namespace"}, nil)
+	descBadge = prometheus.NewDesc("sandtop_sandbox_badge",
+		"1 for each badge a sandbox carries (with --per-sandbox).", []string{"id", "badge"}, nil)
+	descCPU = prometheus.NewDesc("sandtop_sandbox_cpu_seconds_total",
+		"CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).", []string{"id"}, nil)
+	descRSS = prometheus.NewDesc("sandtop_sandbox_rss_bytes",
+		"Resident memory of the sandbox's processes (with --per-sandbox).", []string{"id"}, nil)
+	descOmitted = prometheus.NewDesc("sandtop_per_sandbox_omitted",
+		"Sandboxes left out of the per-sandbox series by --per-sandbox-limit (with --per-sandbox).", nil, nil)
+)
+
+// summary is what a scrape reports, computed once per scan so that a
+// scrape costs a walk over at most a few thousand numbers.
+type summary struct {
+	runtimes     []string
+	byRuntime    map[string]*runtimeCounts
+	unattributed int
+	unreadable   int
+	lastScan     float64
+	perSandbox   []sandboxSample
+	omitted      int
+}
+
+type runtimeCounts struct {
+	sandboxes, processes, zombies int
+	badged                        [3]int // indexed like Badges
+	// oldestOrphan is a Unix time; 0 while the runtime has no orphan.
+	oldestOrphan float64
+}
+
+type sandboxSample struct {
+	id, runtime, namespace string
+	badges                 []model.Badge
+	cpu                    float64
+	rss                    uint64
+}
+
+func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
+	s := &summary{
+		byRuntime:    map[string]*runtimeCounts{},
+		unattributed: len(v.Unattributed),
+		unreadable:   v.Snapshot.PartlyUnreadable,
+		lastScan:     float64(v.Time.UnixNano()) / 1e9,
+	}
+	counts := func(rt string) *runtimeCounts {
+		c := s.byRuntime[rt]
+		if c == nil {
+			c = &runtimeCounts{}
+			s.byRuntime[rt] = c
+			s.runtimes = append(s.runtimes, rt)
+		}
+		return c
+	}
+	for _, rt := range o.Runtimes {
+		counts(rt)
+	}
+	for _, sb := range v.Sandboxes {
+		c := counts(sb.Runtime)
+		c.sandboxes++
+		c.processes += len(sb.Members)
+		c.zombies += sb.Zombies
+		for i, b := range Badges {
+			if sb.HasBadge(b) {
+				c.badged[i]++
+			}
+		}
+		if sb.Orphan {
+			start := float64(v.Snapshot.StartTime(sb.Root.Process).Unix())
+			if c.oldestOrphan == 0 || start < c.oldestOrphan {
+				c.oldestOrphan = start
+			}
+		}
+	}
+	slices.Sort(s.runtimes)
+	if o.PerSandbox {
+		s.perSandbox, s.omitted = perSandbox(v, o.PerSandboxLimit, cpu)
+	}
+	return s
+}
+
+// perSandbox samples at most limit sandboxes: the troubled ones (any
+// badge) first, then the rest, each part in ID order, so the same
+// sandboxes keep their series from one scan to the next.
+func perSandbox(v *model.View, limit int, cpu cpuTotals) ([]sandboxSample, int) {
+	picked := make([]*model.Sandbox, 0, min(limit, len(v.Sandboxes)))
+	for _, troubled := range []bool{true, false} {
+		for _, sb := range v.Sandboxes {
+			if len(picked) == limit {
+				break
+			}
+			if (len(sb.Badges) > 0) == troubled {
+				picked = append(picked, sb)
+			}
+		}
+	}
+	out := make([]sandboxSample, len(picked))
+	for i, sb := range picked {
+		smp := sandboxSample{id: sb.ID, runtime: sb.Runtime, namespace: namespace(sb), badges: sb.Badges}
+		for _, m := range sb.Members {
+			smp.rss += m.RSS
+		}
+		smp.cpu = cpu.add(v, sb)
+		out[i] = smp
+	}
+	cpu.keep(out)
+	return out, len(v.Sandboxes) - len(picked)
+}
+
+// cpuTotals keeps each exported sandbox's CPU counter monotonic: a member
+// that exits takes its CPU time out of the sum of the live members, so the
+// counter adds what each member gained since the last scan instead of
+// summing the live members again. A sandbox that leaves the exported set
+// starts again from its live sum when it returns, which Prometheus reads
+// as a new series.
+type cpuTotals map[string]*cpuTotal
+
+type cpuTotal struct {
+	total   float64
+	members map[proc.Identity]float64
+}
+
+// add returns sb's counter after this view.
+func (c cpuTotals) add(v *model.View, sb *model.Sandbox) float64 {
+	t := c[sb.ID]
+	if t == nil {
+		t = &cpuTotal{}
+		c[sb.ID] = t
+	}
+	members := make(map[proc.Identity]float64, len(sb.Members))
+	for _, m := range sb.Members {
+		now := v.Snapshot.CPUSeconds(m.Process)
+		members[m.ID()] = now
+		if before, ok := t.members[m.ID()]; ok && now >= before {
+			t.total += now - before
+		} else {
+			t.total += now
+		}
+	}
+	t.members = members
+	return t.total
+}
+
+// keep forgets every sandbox not in out.
+func (c cpuTotals) keep(out []sandboxSample) {
+	in := make(map[string]bool, len(out))
+	for _, s := range out {
+		in[s.id] = true
+	}
+	for id := range c {
+		if !in[id] {
+			delete(c, id)
+		}
+	}
+}
+
+// namespace is the sandbox's namespace label: the runtime's own grouping
+// (a containerd namespace, a pod's namespace), "" where it has none.
+func namespace(*model.Sandbox) string { return "" }
+
+// viewCollector exposes the exporter's last good view. Its series are made
+// afresh at each scrape from the last summary, so a sandbox that is gone
+// loses its series at once instead of leaving them stale.
+type viewCollector Exporter
+
+func (c *viewCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSandboxes, descBadged, descProcesses, descZombies,
+		descUnattributed, descUnreadable, descOldestOrphan, descLastScan} {
+		ch <- d
+	}
+	if c.opts.PerSandbox {
+		for _, d := range []*prometheus.Desc{descInfo, descBadge, descCPU, descRSS, descOmitted} {
+			ch <- d
+		}
+	}
+}
+
+func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
+	_, s, _, _ := (*Exporter)(c).last()
+	if s == nil {
+		return // no good scan yet: unknown, so no value (never a 0)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, rt := range s.runtimes {
+		n := s.byRuntime[rt]
+		gauge(descSandboxes, float64(n.sandboxes), rt)
+		for i, b := range Badges {
+			gauge(descBadged, float64(n.badged[i]), rt, string(b))
+		}
+		gauge(descProcesses, float64(n.processes), rt)
+		gauge(descZombies, float64(n.zombies), rt)
+		if n.oldestOrphan != 0 {
+			gauge(descOldestOrphan, n.oldestOrphan, rt)
+		}
+	}
+	gauge(descUnattributed, float64(s.unattributed))
+	gauge(descUnreadable, float64(s.unreadable))
+	gauge(descLastScan, s.lastScan)
+	if !c.opts.PerSandbox {
+		return
+	}
+	for _, sb := range s.perSandbox {
+		gauge(descInfo, 1, sb.id, sb.runtime, sb.namespace)
+		for _, b := range sb.badges {
+			gauge(descBadge, 1, sb.id, string(b))
+		}
+		ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, sb.cpu, sb.id)
+		gauge(descRSS, float64(sb.rss), sb.id)
+	}
+	gauge(descOmitted, float64(s.omitted))
+}

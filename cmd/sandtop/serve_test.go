@@ -1,0 +1,668 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/cmd/sandtop/config"
+	"github.com/sandtop/sandtop/model"
+)
+
+// envServeChild carries the arguments of `sandtop serve` to the child test
+// binary; envServePID names the file it writes its pid to (strace's pid is
+// not the one to signal).
+const (
+	envServeChild = "SANDTOP_SERVE_CHILD"
+	envServePID   = "SANDTOP_SERVE_PID"
+)
+
+// TestServeChild is the program under test: `sandtop serve`, run by the
+// test binary itself so that no separate build is needed.
+func TestServeChild(t *testing.T) {
+	args := os.Getenv(envServeChild)
+	if args == "" {
+		t.Skip("runs only under the serve tests")
+	}
+	if f := os.Getenv(envServePID); f != "" {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := run(append([]string{"serve"}, strings.Fields(args)...), os.Stdin, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("sandtop serve: exit %d", code)
+	}
+}
+
+// syncBuffer collects a child's stderr while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// served is a running `sandtop serve`.
+type served struct {
+	url string // http://127.0.0.1:PORT
+	pid int    // serve's own pid
+	// pidFile is where the child test binary wrote pid.
+	pidFile string
+	stderr  *syncBuffer
+	done    chan error
+}
+
+// startServe starts `sandtop serve --listen 127.0.0.1:0 args…` (under the
+// wrap command, such as strace, when given) and returns once it listens.
+// It is stopped by its pid with SIGTERM when the test ends, SIGKILL if it
+// does not exit.
+func startServe(t *testing.T, wrap []string, args ...string) *served {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "serve.pid")
+	argv := append(slices.Clone(wrap), self, "-test.run=^TestServeChild$", "-test.count=1")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(),
+		envServeChild+"="+strings.Join(append([]string{"--listen", "127.0.0.1:0"}, args...), " "),
+		envServePID+"="+pidFile)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &served{stderr: &syncBuffer{}, done: make(chan error, 1), pidFile: pidFile}
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(s.stderr, line)
+			if u, ok := strings.CutPrefix(line, "sandtop serve: "); ok && strings.HasPrefix(u, "http://") {
+				u, _, _ = strings.Cut(u, "/metrics")
+				listening <- u
+			}
+		}
+		s.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if s.pid != 0 {
+			_ = syscall.Kill(s.pid, syscall.SIGTERM)
+		}
+		select {
+		case <-s.done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("sandtop serve (pid %d) ignored SIGTERM for 15 s; killing it", s.pid)
+			_ = cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	select {
+	case s.url = <-listening:
+	case err := <-s.done:
+		s.done <- err
+		t.Fatalf("sandtop serve exited before listening: %v\n%s", err, s.stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("sandtop serve did not listen within 30 s:\n%s", s.stderr)
+	}
+	pid, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("serve wrote no pid: %v", err)
+	}
+	s.pid, _ = strconv.Atoi(string(pid))
+	return s
+}
+
+func httpGet(t *testing.T, method, u string, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// lookTool finds a tool the tests drive; `make test-deps` installs them.
+func lookTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not installed (make test-deps installs it)", name)
+	}
+	return p
+}
+
+// TestServeLive runs the real program on the real host: promtool checks a
+// live scrape, every endpoint answers as documented, and the document is
+// list --json's for the same fleet.
+func TestServeLive(t *testing.T) {
+	promtool := lookTool(t, "promtool")
+	var man fleet.Manifest
+	if os.Geteuid() == 0 {
+		man = fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+			{Name: "vm", Runtime: fleet.VM0},
+			{Name: "orphan", Runtime: fleet.Containerd, Orphan: true},
+			{Name: "zombie", Runtime: fleet.Docker, Zombies: 2},
+		}}).Manifest()
+	}
+	s := startServe(t, nil, "--interval", "200ms", "--per-sandbox")
+	waitHealthy(t, s)
+
+	for _, accept := range []string{"text/plain", "application/openmetrics-text"} {
+		code, h, body := httpGet(t, "GET", s.url+"/metrics", "Accept", accept)
+		if code != 200 || !strings.Contains(h.Get("Content-Type"), accept) {
+			t.Fatalf("Accept %s: %d %s", accept, code, h.Get("Content-Type"))
+		}
+		if accept != "text/plain" {
+			continue
+		}
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("promtool check metrics on a live scrape: %v\n%s", err, out)
+		}
+		for _, want := range []string{"sandtop_sandboxes{", "sandtop_sandboxes_badged{", "sandtop_build_info{", "sandtop_scan_duration_seconds_bucket", "sandtop_last_scan_timestamp_seconds "} {
+			if !strings.Contains(body, want) {
+				t.Errorf("live scrape lacks %s", want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/healthz", 200}, {"HEAD", "/metrics", 200}, {"GET", "/", 404}, {"GET", "/kill", 404},
+		{"POST", "/metrics", 405}, {"DELETE", "/api/v1/sandboxes", 405}, {"PUT", "/healthz", 405},
+	} {
+		if code, _, _ := httpGet(t, c.method, s.url+c.path); code != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, code, c.want)
+		}
+	}
+
+	if os.Geteuid() != 0 {
+		return
+	}
+	// The document: list --json's for the same fleet (times, CPU and RSS
+	// move between the two scans, so compare what must not).
+	for _, all := range []bool{false, true} {
+		path, args := "/api/v1/sandboxes", []string{}
+		if all {
+			path, args = path+"?all=1", []string{"--all"}
+		}
+		compareDocuments(t, man, all, func() model.Document {
+			_, _, body := httpGet(t, "GET", s.url+path)
+			var d model.Document
+			if err := json.Unmarshal([]byte(body), &d); err != nil {
+				t.Fatalf("%s: %v\n%s", path, err, body)
+			}
+			return d
+		}, func() model.Document { return listJSON(t, args...) })
+	}
+}
+
+// compareDocuments checks that the fleet's sandboxes read the same in
+// both documents, retrying while the two scans straddle a change.
+func compareDocuments(t *testing.T, man fleet.Manifest, all bool, served, listed func() model.Document) {
+	t.Helper()
+	shape := func(d model.Document) string {
+		var out []string
+		for _, sb := range man.Sandboxes {
+			s := find(d, sb.ID)
+			if s == nil {
+				out = append(out, sb.ID+" missing")
+				continue
+			}
+			var pids []int
+			for _, p := range s.Processes {
+				pids = append(pids, p.PID)
+			}
+			out = append(out, fmt.Sprintf("%s %s root=%d sup=%d badges=%v cgroup=%s pids=%v", s.ID, s.Runtime, s.RootPID, s.SupervisorPID, s.Badges, s.Cgroup, pids))
+		}
+		if all && len(d.UnattributedProcesses) == 0 {
+			out = append(out, "no unattributed processes listed")
+		}
+		return strings.Join(out, "\n")
+	}
+	var a, b string
+	for range 20 {
+		a, b = shape(served()), shape(listed())
+		if a == b {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Errorf("all=%v: the served document and list --json disagree on the fleet:\n--- served\n%s\n--- list --json\n%s", all, a, b)
+}
+
+func waitHealthy(t *testing.T, s *served) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, body := httpGet(t, "GET", s.url+"/healthz")
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz: %d %s\n%s", code, body, s.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--interval", "10ms"},
+		{"serve", "--per-sandbox-limit", "0"},
+		{"serve", "--listen", "256.0.0.1:1"},
+	} {
+		if code, _, errOut := sandtop(t, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errOut)
+		}
+	}
+}
+
+// The unit's ExecStart must be a command line this sandtop accepts.
+func TestUnitExecStartParses(t *testing.T) {
+	for _, name := range config.Units() {
+		unit, err := config.Unit(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^ExecStart=/usr/local/bin/sandtop (.*)$`).FindSubmatch(unit)
+		if m == nil {
+			t.Fatalf("%s: no ExecStart running /usr/local/bin/sandtop", name)
+		}
+		args := strings.Fields(string(m[1]))
+		cmd, rest, err := newRootCmd().Find(args)
+		if err != nil || cmd.Name() != name {
+			t.Fatalf("%s: ExecStart %v finds command %v: %v", name, args, cmd.Name(), err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Errorf("%s: ExecStart flags %v: %v", name, rest, err)
+		}
+	}
+	if code, out, _ := sandtop(t, "config", "systemd"); code != 0 || !strings.Contains(out, "sandtop serve") {
+		t.Errorf("config systemd: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := sandtop(t, "config", "systemd", "nope"); code != exitUsage || !strings.Contains(errOut, "serve") {
+		t.Errorf("config systemd nope: exit %d, %s", code, errOut)
+	}
+	if code, out, _ := sandtop(t, "config", "alerts"); code != 0 || !bytes.Equal([]byte(out), config.Alerts()) {
+		t.Errorf("config alerts: exit %d, or not the embedded rules", code)
+	}
+}
+
+// promServer is a Prometheus server the test started.
+type promServer struct {
+	url string
+	t   *testing.T
+}
+
+// freePort returns a loopback port nothing listens on at the moment.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startPrometheus starts Debian's prometheus on a free loopback port with
+// its own storage, scraping target every second as job "sandtop" and
+// evaluating the embedded alert rules. It is stopped by its pid when the
+// test ends.
+func startPrometheus(t *testing.T, target string) *promServer {
+	t.Helper()
+	bin := lookTool(t, "prometheus")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), config.Alerts(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [alerts.yml]
+scrape_configs:
+  - job_name: sandtop
+    static_configs:
+      - targets: [%q]
+`, target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	var logs syncBuffer
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr,
+		"--log.level=warn")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("prometheus (pid %d) ignored SIGTERM for 20 s; killing it", cmd.Process.Pid)
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	p := &promServer{url: "http://" + addr, t: t}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(p.url + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready within 60 s:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// query runs an instant query and returns the value of each series, keyed
+// by its labels' values joined with ",".
+func (p *promServer) query(expr string) map[string]float64 {
+	p.t.Helper()
+	resp, err := http.Get(p.url + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		p.t.Fatal(err)
+	}
+	if r.Status != "success" {
+		p.t.Fatalf("query %s: %s", expr, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		var keys []string
+		for k := range s.Metric {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var vals []string
+		for _, k := range keys {
+			vals = append(vals, s.Metric[k])
+		}
+		v, err := strconv.ParseFloat(s.Value[1].(string), 64)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		out[strings.Join(vals, ",")] = v
+	}
+	return out
+}
+
+// scalar runs a query that yields one series (or none: ok false).
+func (p *promServer) scalar(expr string) (float64, bool) {
+	p.t.Helper()
+	for _, v := range p.query(expr) {
+		return v, true
+	}
+	return 0, false
+}
+
+// fleetCounts are the figures both Prometheus and list --json give.
+type fleetCounts struct{ sandboxes, orphan, zombie, paused float64 }
+
+func countsOf(d model.Document) fleetCounts {
+	var c fleetCounts
+	for _, sb := range d.Sandboxes {
+		c.sandboxes++
+		for _, b := range sb.Badges {
+			switch b {
+			case model.BadgeOrphan:
+				c.orphan++
+			case model.BadgeZombie:
+				c.zombie++
+			case model.BadgePaused:
+				c.paused++
+			}
+		}
+	}
+	return c
+}
+
+func (p *promServer) counts() (fleetCounts, bool) {
+	p.t.Helper()
+	var c fleetCounts
+	var ok [4]bool
+	c.sandboxes, ok[0] = p.scalar(`sum(sandtop_sandboxes{job="sandtop"})`)
+	c.orphan, ok[1] = p.scalar(`sum(sandtop_sandboxes_badged{job="sandtop",badge="orphan"})`)
+	c.zombie, ok[2] = p.scalar(`sum(sandtop_sandboxes_badged{job="sandtop",badge="zombie"})`)
+	c.paused, ok[3] = p.scalar(`sum(sandtop_sandboxes_badged{job="sandtop",badge="paused"})`)
+	return c, ok == [4]bool{true, true, true, true}
+}
+
+// TestServePrometheus is the whole path with real parts: a sandsim fleet,
+// `sandtop serve`, and Debian's Prometheus scraping it every second and
+// evaluating the embedded alert rules. What Prometheus holds must match
+// `sandtop list --json` of the same host; killing a supervisor must show
+// in Prometheus as one more orphan (and a pending orphan alert).
+func TestServePrometheus(t *testing.T) {
+	lookTool(t, "prometheus")
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "vm", Runtime: fleet.VM0},
+		{Name: "late", Runtime: fleet.VM0, Supervisor: "late"},
+		{Name: "orphan", Runtime: fleet.Containerd, Orphan: true},
+		{Name: "paused", Runtime: fleet.Cube, Pause: fleet.PauseFreeze},
+		{Name: "zombie", Runtime: fleet.Docker, Zombies: 2},
+	}})
+	man := f.Manifest()
+	s := startServe(t, nil, "--interval", "500ms", "--per-sandbox")
+	waitHealthy(t, s)
+	p := startPrometheus(t, strings.TrimPrefix(s.url, "http://"))
+
+	// Prometheus lags serve by a scrape and serve lags the host by a scan,
+	// and other work on a shared host starts and stops sandboxes: compare
+	// when list --json read the same before and after the query.
+	agree := func(what string, check func(fleetCounts) error) fleetCounts {
+		t.Helper()
+		var last string
+		deadline := time.Now().Add(45 * time.Second)
+		for time.Now().Before(deadline) {
+			before := countsOf(listJSON(t))
+			time.Sleep(2500 * time.Millisecond)
+			got, ok := p.counts()
+			after := countsOf(listJSON(t))
+			switch {
+			case !ok:
+				last = "no samples in Prometheus yet"
+			case before != after:
+				last = fmt.Sprintf("the host changed during the query: %+v then %+v", before, after)
+			case got != after:
+				last = fmt.Sprintf("Prometheus %+v, list --json %+v", got, after)
+			default:
+				if err := check(got); err != nil {
+					last = err.Error()
+					continue
+				}
+				t.Logf("%s: Prometheus and list --json agree: %+v", what, got)
+				return got
+			}
+		}
+		t.Fatalf("%s: %s", what, last)
+		return fleetCounts{}
+	}
+	start := agree("fleet up", func(c fleetCounts) error {
+		if c.orphan < 1 || c.paused < 1 || c.zombie < 1 {
+			return fmt.Errorf("the fleet's orphan, paused and zombie sandboxes are not all counted: %+v", c)
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		name  string
+		badge model.Badge
+	}{{"orphan", model.BadgeOrphan}, {"paused", model.BadgePaused}, {"zombie", model.BadgeZombie}} {
+		id := man.Sandbox(c.name).ID
+		if v, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_badge{id=%q,badge=%q}`, id, c.badge)); !ok || v != 1 {
+			t.Errorf("Prometheus has no %s badge for sandbox %s", c.badge, c.name)
+		}
+	}
+	late := man.Sandbox("late").ID
+	if _, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_badge{id=%q,badge="orphan"}`, late)); ok {
+		t.Fatalf("sandbox late is an orphan before its supervisor was killed")
+	}
+
+	if err := f.KillSupervisor(late); err != nil {
+		t.Fatal(err)
+	}
+	agree("supervisor killed", func(c fleetCounts) error {
+		if c.orphan < start.orphan+1 {
+			return fmt.Errorf("orphan count %v, want at least %v", c.orphan, start.orphan+1)
+		}
+		return nil
+	})
+	if v, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_badge{id=%q,badge="orphan"}`, late)); !ok || v != 1 {
+		t.Errorf("Prometheus shows no orphan badge for sandbox late after its supervisor was killed")
+	}
+	vm0 := p.query(`sandtop_sandboxes_badged{job="sandtop",badge="orphan",runtime="vm0"}`)
+	t.Logf("vm0 orphans in Prometheus: %v", vm0)
+	// The alert rules run in the same Prometheus: the orphan alert is
+	// pending (it fires after 15 minutes).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		alerts := p.query(`ALERTS{alertname="SandtopSandboxOrphaned",runtime="vm0"}`)
+		if len(alerts) > 0 {
+			t.Logf("ALERTS: %v", alerts)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no SandtopSandboxOrphaned alert for vm0 in Prometheus")
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if v, ok := p.scalar(`up{job="sandtop"}`); !ok || v != 1 {
+		t.Errorf("up{job=sandtop} = %v (%v)", v, ok)
+	}
+	// Every query the README shows runs, and the first one answers its
+	// question: this host leaks a vm0 orphan.
+	questions, queries := readmePromQL(t)
+	for i, q := range queries {
+		res := p.query(q)
+		t.Logf("README query %q (%s): %v", q, questions[i], res)
+		if i == 0 && len(res) == 0 {
+			t.Errorf("%q: no host leaks vm0 orphans, but sandbox late is one", q)
+		}
+	}
+}
+
+// runReadmeServe runs a README `sandtop serve` line: on a free loopback
+// port instead of the one it names, until it answers a scrape.
+func runReadmeServe(t *testing.T, args []string) {
+	t.Helper()
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--listen" && i+1 < len(args) {
+			args = slices.Delete(args, i, i+2)
+			i--
+		}
+	}
+	s := startServe(t, nil, args...)
+	waitHealthy(t, s)
+	if code, _, body := httpGet(t, "GET", s.url+"/metrics"); code != 200 || !strings.Contains(body, "sandtop_sandboxes{") {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+}
+
+// readmePromQL returns the queries of README.md's promql block, each with
+// the question (the comment) it answers.
+func readmePromQL(t *testing.T) (questions, queries []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, question := false, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```promql"):
+			in = true
+		case strings.HasPrefix(line, "```"):
+			in = false
+		case in && strings.HasPrefix(line, "# "):
+			question = strings.TrimPrefix(line, "# ")
+		case in && strings.TrimSpace(line) != "":
+			questions, queries = append(questions, question), append(queries, strings.TrimSpace(line))
+		}
+	}
+	if len(queries) < 5 {
+		t.Fatalf("README.md has %d PromQL queries", len(queries))
+	}
+	return questions, queries
+}
