@@ -42,12 +42,15 @@ type SandboxJSON struct {
 	// FrozenProcesses counts live processes in a frozen cgroup, and
 	// WorkloadProcesses those in the sandbox's own cgroup (all, without
 	// one); Paused says which part is frozen or stopped.
-	FrozenProcesses   int           `json:"frozen_processes"`
-	WorkloadProcesses int           `json:"workload_processes"`
-	Paused            string        `json:"paused"`
-	Badges            []Badge       `json:"badges"`
-	Cleanup           []string      `json:"cleanup"`
-	Processes         []ProcessJSON `json:"processes"`
+	FrozenProcesses   int      `json:"frozen_processes"`
+	WorkloadProcesses int      `json:"workload_processes"`
+	Paused            string   `json:"paused"`
+	Badges            []Badge  `json:"badges"`
+	Cleanup           []string `json:"cleanup"`
+	// Reconcile is the runtime's own command to run after a kill (empty
+	// when the runtime notices by itself).
+	Reconcile []string      `json:"reconcile"`
+	Processes []ProcessJSON `json:"processes"`
 }
 
 // ProcessJSON is one process in a Document.
@@ -106,6 +109,7 @@ func (v *View) Document(all bool) Document {
 			Paused:            sb.PausedNote,
 			Badges:            append([]Badge{}, sb.Badges...),
 			Cleanup:           append([]string{}, sb.Cleanup...),
+			Reconcile:         append([]string{}, sb.Reconcile...),
 			Processes:         make([]ProcessJSON, 0, len(sb.Members)),
 		}
 		if sb.Supervisor != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -89,6 +88,8 @@ func TestRealRuntimes(t *testing.T) {
 		run  func(*rt)
 	}{
 		{"containerd", (*rt).containerd},
+		{"podman", (*rt).podman},
+		{"runc", (*rt).runc},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &rt{t: t, tag: "srt" + randHex(4)}
@@ -183,10 +184,18 @@ func (r *rt) try(argv ...string) (string, error) {
 	defer cancel()
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Env = append(os.Environ(), "DOCKER_API_VERSION=1.41")
-	var out bytes.Buffer
-	c.Stdout, c.Stderr, c.Stdin = &out, &out, nil
-	err := c.Run()
-	return out.String(), err
+	// Output goes through a file, not a pipe: a detached container (runc
+	// run -d) inherits the command's stdout and would hold a pipe open.
+	f, err := os.CreateTemp(r.dir, "out-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	c.Stdout, c.Stderr, c.Stdin = f, f, nil
+	err = c.Run()
+	out, _ := os.ReadFile(f.Name())
+	return string(out), err
 }
 
 // daemonProc is a daemon a test started.
@@ -378,6 +387,14 @@ func (r *rt) leakCheck() {
 		argv := strings.ReplaceAll(string(b), "\x00", " ")
 		if strings.Contains(argv, r.tag) || strings.Contains(argv, r.dir) {
 			r.t.Errorf("leak: pid %d still runs: %s", pid, argv)
+		}
+	}
+	for _, root := range []string{"/run/runc", "/run/crun"} {
+		states, _ := filepath.Glob(filepath.Join(root, "*", "state.json"))
+		for _, st := range states {
+			if b, err := os.ReadFile(st); err == nil && (strings.Contains(string(b), r.tag) || strings.Contains(string(b), r.dir)) {
+				r.t.Errorf("leak: runtime state %s", filepath.Dir(st))
+			}
 		}
 	}
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
