@@ -36,11 +36,24 @@ type Builder struct {
 	// the snapshot.
 	scratch scratch
 	// last is what the latest full Build decided, for reuse.
-	last *lastBuild
-	// reused counts the Builds that reuse answered, and what they
-	// absorbed (for tests).
-	reused, reusedJoins, reusedExits, reusedExecs int
+	last  *lastBuild
+	stats BuildStats
 }
+
+// BuildStats counts what a Builder's Builds did: the benchmarks report
+// them, and the tests check that reuse was taken when it should be.
+type BuildStats struct {
+	// Full counts the Builds that grouped their snapshot from scratch;
+	// Reused those that reuse derived from the latest full Build.
+	Full, Reused int
+	// ReusedJoins, ReusedExits and ReusedExecs count what reuse absorbed:
+	// newborns that joined a sandbox, members that exited, and members
+	// that exec'd where they were.
+	ReusedJoins, ReusedExits, ReusedExecs int
+}
+
+// Stats returns the counts of the Builds so far.
+func (b *Builder) Stats() BuildStats { return b.stats }
 
 // scratch holds the slices a Build indexes by process position (see
 // pidIndex). Only ix outlives a Build (see Build).
@@ -183,9 +196,9 @@ type matchedProc struct {
 // its identity lives (sticky attribution).
 func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	if v := b.reuse(snap, prev); v != nil {
-		b.reused++
 		return v
 	}
+	b.stats.Full++
 	b.gen++
 	n := len(snap.Procs)
 	sc := &b.scratch

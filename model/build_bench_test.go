@@ -18,8 +18,8 @@ func TestMain(m *testing.M) { os.Exit(benchfleet.Run(m)) }
 // steady is the watch loop's Builder, which builds on its previous view,
 // on a host where nothing changed; ticking and forking alternate with a
 // snapshot where some processes used CPU, or where a job started in some
-// sandboxes; cold is a throwaway Build, as `sandtop list` does. Issue 6
-// wants it linear in the processes and under a tenth of a steady scan
+// sandboxes; cold is a throwaway Build, as `sandtop list` does. Grouping
+// must stay linear in the processes and under a tenth of a steady scan
 // (BenchmarkScanSteady); ns/proc shows the first.
 func BenchmarkBuild(b *testing.B) {
 	rules := Effective(nil, true)
@@ -81,8 +81,8 @@ func BenchmarkBuild(b *testing.B) {
 					}
 					stop()
 					reportPerProc(b, snap, prev)
-					if bld.reused < b.N {
-						b.Fatalf("%d of %d builds reused the last one", bld.reused, b.N)
+					if bld.Stats().Reused < b.N {
+						b.Fatalf("%d of %d builds reused the last one", bld.Stats().Reused, b.N)
 					}
 				})
 			}

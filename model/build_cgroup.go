@@ -69,8 +69,8 @@ func (w *build) index(path func(*proc.Process) string) cgroupIndex {
 // rather than returns a slice because the callers stop early: a candidate
 // cgroup high in the tree (the common ancestor of a shim in containerd's
 // cgroup and its container's scope) can hold every process of the host,
-// and copying them for each sandbox made Build quadratic (issue 6:
-// ~900 MB allocated per Build at 1,000 processes).
+// and copying them for each sandbox made Build quadratic (~900 MB
+// allocated per Build at 1,000 processes).
 func (idx cgroupIndex) under(dir string) iter.Seq[*proc.Process] {
 	return func(yield func(*proc.Process) bool) {
 		for _, p := range idx.procs[dir] {

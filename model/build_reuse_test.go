@@ -317,11 +317,11 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 		var log []string
 		for range steps {
 			s := w.snapshot()
-			before := b.reused
+			before := b.Stats().Reused
 			got := b.Build(s, prev)
 			want := Build(s, rules, prev)
 			if g, wnt := dumpView(got), dumpView(want); g != wnt {
-				t.Fatalf("seed %d after %v (reused %v):\n--- reuse\n%s--- full build\n%s", seed, log[max(0, len(log)-5):], b.reused > before, g, wnt)
+				t.Fatalf("seed %d after %v (reused %v):\n--- reuse\n%s--- full build\n%s", seed, log[max(0, len(log)-5):], b.Stats().Reused > before, g, wnt)
 			}
 			prev = got
 			// One to three changes between two refreshes: a child can be
@@ -331,8 +331,8 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 			}
 			builds++
 		}
-		reused += b.reused
-		joins, exits, execs = joins+b.reusedJoins, exits+b.reusedExits, execs+b.reusedExecs
+		reused += b.Stats().Reused
+		joins, exits, execs = joins+b.Stats().ReusedJoins, exits+b.Stats().ReusedExits, execs+b.Stats().ReusedExecs
 	}
 	t.Logf("%d builds, %d reused, absorbing %d joins, %d exits and %d execs of members", builds, reused, joins, exits, execs)
 	if joins == 0 || exits == 0 || execs == 0 {
@@ -352,8 +352,8 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 	b := NewBuilder(rules)
 	v1 := b.Build(w.snapshot(), nil)
 	v2 := b.Build(w.snapshot(), v1)
-	if b.reused != 1 {
-		t.Fatalf("reused %d builds, want 1", b.reused)
+	if b.Stats().Reused != 1 {
+		t.Fatalf("reused %d builds, want 1", b.Stats().Reused)
 	}
 	for i := range v1.Sandboxes {
 		if v1.Sandboxes[i] != v2.Sandboxes[i] {
@@ -362,8 +362,8 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 	}
 	w.edit(w.procs[202], func(c *proc.Process) { c.CPUTicks += 100 })
 	v3 := b.Build(w.snapshot(), v2)
-	if b.reused != 2 {
-		t.Fatalf("reused %d builds, want 2", b.reused)
+	if b.Stats().Reused != 2 {
+		t.Fatalf("reused %d builds, want 2", b.Stats().Reused)
 	}
 	for i, sb := range v3.Sandboxes {
 		if shared := sb == v2.Sandboxes[i]; shared == (sb.ID == "aaaa1111bbbb") {
@@ -386,14 +386,14 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 		delete(w.procs, pid-1)
 		v3 = b.Build(w.snapshot(), v3)
 	}
-	if b.reused != 102 || len(b.matches) != memos {
-		t.Errorf("after 100 unrelated births: %d builds reused (want 102), %d match memos (want %d)", b.reused, len(b.matches), memos)
+	if b.Stats().Reused != 102 || len(b.matches) != memos {
+		t.Errorf("after 100 unrelated births: %d builds reused (want 102), %d match memos (want %d)", b.Stats().Reused, len(b.matches), memos)
 	}
 	// A rule match among the newborn is a full Build.
 	w.procs[3000] = pr(3000, 1, "sim --sandbox brand-new")
 	v4 := b.Build(w.snapshot(), v3)
-	if b.reused != 102 || v4.Sandbox("brand-new") == nil {
-		t.Errorf("reused %d, brand-new sandbox %v", b.reused, v4.Sandbox("brand-new"))
+	if b.Stats().Reused != 102 || v4.Sandbox("brand-new") == nil {
+		t.Errorf("reused %d, brand-new sandbox %v", b.Stats().Reused, v4.Sandbox("brand-new"))
 	}
 }
 

@@ -7,49 +7,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandtop/sandtop/model/modeltest"
 	"github.com/sandtop/sandtop/proc"
 )
 
 // pr builds a fake process; argv is split on spaces.
-func pr(pid, ppid int, argv string, opts ...func(*proc.Process)) *proc.Process {
-	p := &proc.Process{PID: pid, PPID: ppid, PGID: pid, SID: pid, State: 'S', Start: uint64(1000 + pid), UID: 0, Cgroup: "/"}
-	if argv != "" {
-		p.Argv = strings.Split(argv, " ")
-		p.Comm = p.Argv[0][strings.LastIndexByte(p.Argv[0], '/')+1:]
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+func pr(pid, ppid int, argv string, opts ...modeltest.Opt) *proc.Process {
+	defaults := func(p *proc.Process) { p.Start, p.Cgroup = uint64(1000+pid), "/" }
+	return modeltest.Proc(pid, ppid, argv, append([]modeltest.Opt{defaults}, opts...)...)
 }
 
-func pgid(g int) func(*proc.Process)       { return func(p *proc.Process) { p.PGID = g } }
-func state(s byte) func(*proc.Process)     { return func(p *proc.Process) { p.State = s } }
-func cgroup(c string) func(*proc.Process)  { return func(p *proc.Process) { p.Cgroup = c } }
-func freezer(c string) func(*proc.Process) { return func(p *proc.Process) { p.Freezer = c } }
-func cwd(c string) func(*proc.Process)     { return func(p *proc.Process) { p.Cwd = c } }
-func start(s uint64) func(*proc.Process)   { return func(p *proc.Process) { p.Start = s } }
-func kernel() func(*proc.Process)          { return func(p *proc.Process) { p.Kernel = true } }
+var (
+	pgid    = modeltest.PGID
+	state   = modeltest.State
+	cgroup  = modeltest.Cgroup
+	freezer = modeltest.Freezer
+	cwd     = modeltest.Cwd
+	start   = modeltest.Start
+	kernel  = modeltest.Kernel
+)
 
 // snap assembles a snapshot; pid 1 (the machine agent, whose argv mentions
 // firecracker) and pid 2 (kthreadd) are always present, and sandtop is 900.
 func snap(procs ...*proc.Process) *proc.Snapshot {
-	all := []*proc.Process{
+	base := []*proc.Process{
 		pr(1, 0, "/process_api --firecracker-init --addr 0.0.0.0:2024"),
 		pr(2, 0, "", kernel()),
 		pr(900, 1, "sandtop list"),
 	}
-	all = append(all, procs...)
-	slices.SortFunc(all, func(a, b *proc.Process) int { return a.PID - b.PID })
-	s := &proc.Snapshot{
+	return modeltest.Snapshot(proc.Snapshot{
 		Time: time.Unix(1_700_000_000, 0), BootTime: time.Unix(1_600_000_000, 0), ClockTicks: 100,
-		Hostname: "host", Self: 900, Procs: all, ByPID: map[int]*proc.Process{},
+		Hostname: "host", Self: 900,
 		Cgroups: map[string]proc.CgroupState{}, Freezers: map[string]proc.CgroupState{}, Listeners: map[string]bool{},
-	}
-	for _, p := range all {
-		s.ByPID[p.PID] = p
-	}
-	return s
+	}, append(base, procs...)...)
 }
 
 var (

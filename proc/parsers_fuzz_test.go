@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// Fuzz targets for every /proc and cgroupfs parser (issue 7, "hostile /proc
-// content"). A root given with --proc-root can hold anything, and a process
+// Fuzz targets for every /proc and cgroupfs parser: /proc content is
+// hostile input. A root given with --proc-root can hold anything, and a process
 // chooses its own comm and argv, so each parser must hold its invariants on
 // any input, not only not panic. `make torture` runs each for a bounded
 // time; inputs that once broke a parser live in testdata/fuzz/<Name>/ and

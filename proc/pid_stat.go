@@ -133,7 +133,7 @@ func parseUint(b []byte) (uint64, bool) {
 // per process between scans (see Scanner.found), and procfs.ProcStat, which
 // parseStat fills, is four times its size: at 10,000 processes that was
 // 4 MB of heap, and twice that in RSS once the garbage collector's headroom
-// is counted (issue 6 wants ≤ 60 MiB).
+// is counted, against a budget of 60 MiB for the whole program.
 type pidStat struct {
 	pid, ppid, pgrp, session, threads int
 	state                             byte
@@ -168,7 +168,7 @@ func statPath(procRoot string, pid int) string {
 
 // readStatFile opens, reads and closes one stat file into buf and parses it
 // into st: the path for processes the scanner holds no descriptor for, and
-// for one-off reads (ReadIdentity, ReadProcess). A vanished process gives
+// for one-off reads (ReadStat, ReadIdentity). A vanished process gives
 // an error for which IsVanished is true.
 func readStatFile(path string, buf []byte, st *procfs.ProcStat) error {
 	fd, err := openRead(path)

@@ -16,7 +16,7 @@ import (
 // Why not procfs: procfs.Proc.Stat opens the file with os.Open (about nine
 // system calls with the read to EOF and the close) and parses it with
 // fmt.Fscan (some 20 allocations). Measured at 10,000 processes on the
-// 2-core VMs of issue 6, a steady refresh through it cost 490-710 ms and
+// 2-core VMs sandtop runs on, a steady refresh through it cost 490-710 ms and
 // 23-26 MB of garbage, against a floor (readdir plus open/read/close of
 // every stat, direct system calls) of 105-135 ms. A held descriptor costs
 // one pread, parsed in place by parseStat: 60-80 ms a refresh, 57

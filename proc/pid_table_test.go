@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestHeldStatDescriptorAfterExit checks on the running kernel the rule the
@@ -43,7 +45,7 @@ func TestHeldStatDescriptorAfterExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var zombie procfs.ProcStat
-	if !poll(5*time.Second, func() bool { zombie, err = read(); return err == nil && zombie.State == "Z" }) {
+	if !proctest.Eventually(5*time.Second, func() bool { zombie, err = read(); return err == nil && zombie.State == "Z" }) {
 		t.Fatalf("killed, unreaped child never read as a zombie: %+v, %v", zombie, err)
 	}
 	if zombie.Starttime != alive.Starttime {
@@ -96,7 +98,7 @@ func TestScanClosesDescriptorsOfDeparted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !poll(5*time.Second, func() bool { p := scan(t, s).ByPID[pid]; return p != nil && p.Comm == "sleep" }) {
+	if !proctest.Eventually(5*time.Second, func() bool { p := scan(t, s).ByPID[pid]; return p != nil && p.Comm == "sleep" }) {
 		t.Fatalf("child %d never seen", pid)
 	}
 	checkHeldCount(t, s)
@@ -130,7 +132,7 @@ func TestScanVerifiesHeldIdentity(t *testing.T) {
 	}
 	defer s.Close()
 	var want *Process
-	if !poll(5*time.Second, func() bool {
+	if !proctest.Eventually(5*time.Second, func() bool {
 		want = scan(t, s).ByPID[pid]
 		return want != nil && slices.Contains(want.Argv, "verify-me")
 	}) {
@@ -316,7 +318,7 @@ func TestScanParallelReads(t *testing.T) {
 	defer parallel.Close()
 	parallel.workers = 3
 	// Wait until every child has exec'd, so both scans see the same thing.
-	if !poll(5*time.Second, func() bool {
+	if !proctest.Eventually(5*time.Second, func() bool {
 		snap := scan(t, serial)
 		for _, pid := range kids {
 			if p := snap.ByPID[pid]; p == nil || p.Comm != "sleep" {

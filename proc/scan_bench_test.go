@@ -2,7 +2,7 @@ package proc_test
 
 // Benchmarks of the scanner against a bulk sandsim fleet, at the sizes in
 // BENCH_PROCS (see cmd/sandsim/benchfleet). `make bench` runs them; the
-// targets they check are in issue 6: a steady refresh at most half the
+// targets they check (README, Performance): a steady refresh at most half the
 // floor, a cold scan at most 1.3× C's stat+cmdline+cgroup, at most 2 MB
 // allocated per steady refresh.
 
@@ -23,7 +23,7 @@ func init() { proc.AfterTests(benchfleet.Close) }
 // BenchmarkScanFloor is the floor every scan is measured against: readdir
 // of /proc, then open/read/close of every /proc/PID/stat, with direct
 // system calls and one reused buffer, and no parsing. It is what C does in
-// ~104 ms at 10,000 processes (issue 6).
+// ~104 ms at 10,000 processes on a 2-core VM.
 func BenchmarkScanFloor(b *testing.B) {
 	for _, n := range benchfleet.Procs() {
 		b.Run(benchfleet.Name(n), func(b *testing.B) {
@@ -156,8 +156,8 @@ func workersName(n int) string {
 }
 
 // BenchmarkScanProcfs is the reference the scanner replaced: procfs's
-// AllProcs, then Stat, CmdLine and Cgroups of every process (issue 6:
-// ~830 ms and ~100 MB a scan at 10,000 processes).
+// AllProcs, then Stat, CmdLine and Cgroups of every process (~830 ms and
+// ~100 MB a scan at 10,000 processes on a 2-core VM).
 func BenchmarkScanProcfs(b *testing.B) {
 	for _, n := range benchfleet.Procs() {
 		b.Run(benchfleet.Name(n), func(b *testing.B) {

@@ -10,8 +10,8 @@ import (
 // the kernel more than the system call around it (status walks the task's
 // memory counters, cgroup renders a path per hierarchy). The work is
 // independent per process, so it is spread over up to maxReadWorkers
-// goroutines, like the stat reads (pidTable.readAll): on the 2-core
-// machines of issue 6 two of them cut a cold scan at 10,000 processes to
+// goroutines, like the stat reads (pidTable.readAll): on 2-core machines
+// two of them cut a cold scan at 10,000 processes to
 // about 0.55× (BenchmarkScanCold, workers=1 against the default). A steady
 // refresh has no new identities and reads none of these files.
 

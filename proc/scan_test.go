@@ -475,10 +475,10 @@ func TestReadProcessFixture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ReadProcess(root, tt.pid)
+			p, err := readProcess(root, tt.pid)
 			if tt.vanished {
 				if !IsVanished(err) {
-					t.Fatalf("ReadProcess(%d) error = %v, want a vanished error", tt.pid, err)
+					t.Fatalf("readProcess(%d) error = %v, want a vanished error", tt.pid, err)
 				}
 				if _, _, err := ReadIdentity(root, tt.pid); !IsVanished(err) {
 					t.Fatalf("ReadIdentity(%d) error = %v, want a vanished error", tt.pid, err)
@@ -486,10 +486,10 @@ func TestReadProcessFixture(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("ReadProcess(%d): %v", tt.pid, err)
+				t.Fatalf("readProcess(%d): %v", tt.pid, err)
 			}
 			if p.PID != tt.pid || p.State != tt.wantState || p.Kernel != tt.kernel || !slices.Equal(p.Argv, tt.wantArgv) {
-				t.Errorf("ReadProcess(%d) = pid %d state %c kernel %v argv %q; want state %c kernel %v argv %q",
+				t.Errorf("readProcess(%d) = pid %d state %c kernel %v argv %q; want state %c kernel %v argv %q",
 					tt.pid, p.PID, p.State, p.Kernel, p.Argv, tt.wantState, tt.kernel, tt.wantArgv)
 			}
 			id, state, err := ReadIdentity(root, tt.pid)

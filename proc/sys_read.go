@@ -12,7 +12,7 @@ import (
 // os.Open and os.ReadFile cost about nine system calls per file here
 // (openat, fstat, an epoll registration attempt, reads until EOF, close),
 // against three for open/read/close, and every system call costs about a
-// microsecond on these VMs (issue 6). Over 10,000 processes and several
+// microsecond on 2-core VMs. Over 10,000 processes and several
 // files each that is the difference between the cold-scan target and
 // twice it, so the per-process reads go through golang.org/x/sys/unix into
 // buffers the scanner reuses.

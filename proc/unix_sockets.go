@@ -16,15 +16,6 @@ const soAcceptCon = 1 << 16
 // room for over half a million sockets.
 const maxNetUnix = 64 << 20
 
-// readListeners reads <procRoot>/net/unix. That file shows the sockets of the
-// reader's network namespace only, so a sandbox in its own network namespace
-// keeps its listeners out of sight. A missing or unreadable file is an
-// error: the caller must not take "cannot tell" for "nothing listens".
-func readListeners(procRoot string) (map[string]bool, error) {
-	var c listenerCache
-	return c.read(procRoot)
-}
-
 // listenerCache reads /proc/net/unix into a reused buffer and parses it only
 // when its text changed since the last read, handing out the same map
 // otherwise: a refresh of a host whose sockets did not change allocates
@@ -34,6 +25,10 @@ type listenerCache struct {
 	m         map[string]bool
 }
 
+// read reads <procRoot>/net/unix. That file shows the sockets of the
+// reader's network namespace only, so a sandbox in its own network namespace
+// keeps its listeners out of sight. A missing or unreadable file is an
+// error: the caller must not take "cannot tell" for "nothing listens".
 func (c *listenerCache) read(procRoot string) (map[string]bool, error) {
 	if c.buf == nil {
 		c.buf = make([]byte, 16<<10)

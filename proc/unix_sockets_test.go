@@ -86,9 +86,10 @@ func TestReadListenersLive(t *testing.T) {
 	}
 	t.Cleanup(func() { la.Close() })
 
-	got, err := readListeners("/proc")
+	var c listenerCache
+	got, err := c.read("/proc")
 	if err != nil {
-		t.Fatalf("readListeners: %v", err)
+		t.Fatalf("read /proc/net/unix: %v", err)
 	}
 	if !got[path] || !got[abstract] {
 		t.Errorf("listeners lack %q or %q", path, abstract)

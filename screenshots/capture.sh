@@ -29,6 +29,7 @@ cleanup() {
 	# the fallback (the fleet dies with sandtop either way).
 	tmux send-keys -t "$WATCH" q 2>/dev/null || true
 	tmux send-keys -t "$SESSION" q 2>/dev/null || true
+	tmux kill-session -t "sandtop-replay-$$" 2>/dev/null || true
 	sleep 2
 	tmux kill-session -t "$WATCH" 2>/dev/null || true
 	tmux kill-session -t "$SESSION" 2>/dev/null || true
@@ -90,6 +91,12 @@ wait_for "$SESSION" "supervisor"
 shot "$SESSION" detail
 keys d ; keys / ; keys Escape
 
+# Record the fleet while the stubborn sandbox is torn down, for the replay
+# shot below.
+$BIN record -o "$WORK/demo.rec" --interval 500ms --duration 12s 2>"$WORK/record.err" &
+RECORDER=$!
+sleep 2
+
 keys / ; keys "id:${stubborn:0:12}" Enter
 keys K
 wait_for "$SESSION" "Tear down"
@@ -106,6 +113,18 @@ keys Escape ; keys / ; keys Escape
 keys "?"
 shot "$SESSION" help
 keys "?"
+
+# Replay the recording: the fleet four seconds in, with the time bar.
+wait "$RECORDER"
+REPLAY=sandtop-replay-$$
+tmux new-session -d -s "$REPLAY" -x "$COLS" -y "$ROWS" "$BIN replay $WORK/demo.rec"
+wait_for "$REPLAY" "frame 1/"
+tmux send-keys -t "$REPLAY" j ; sleep 0.3
+tmux send-keys -t "$REPLAY" -l "+4s" ; tmux send-keys -t "$REPLAY" Enter
+wait_for "$REPLAY" "jumped to"
+tmux send-keys -t "$REPLAY" t t ; sleep 1
+shot "$REPLAY" replay
+tmux send-keys -t "$REPLAY" q
 
 tmux new-session -d -s "$WATCH" -x "$COLS" -y "$ROWS" "$BIN watch"
 wait_for "$WATCH" "READ-ONLY"

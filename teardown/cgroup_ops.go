@@ -55,22 +55,7 @@ const (
 // freezer.state (no notification exists) and rmdir's EBUSY.
 const maxPause = 50 * time.Millisecond
 
-// Freeze freezes every process in dir's subtree (writes 1 to cgroup.freeze)
-// and waits until cgroup.events reports "frozen 1". Freezing is
-// asynchronous: a task in uninterruptible sleep freezes only when it wakes,
-// so give ctx a deadline. A frozen v2 task still dies from SIGKILL and from
-// cgroup.kill, without a thaw.
-func Freeze(ctx context.Context, dir string) error {
-	if err := writeCgroupFile(dir, "cgroup.freeze", "1", fsV2, ErrNoCgroupFreeze); err != nil {
-		return fmt.Errorf("freeze: %w", err)
-	}
-	if err := waitCgroupEvent(ctx, dir, "frozen", "1"); err != nil {
-		return fmt.Errorf("freeze %s: %w", dir, err)
-	}
-	return nil
-}
-
-// Thaw undoes Freeze (writes 0 to cgroup.freeze). The kernel clears
+// Thaw undoes a freeze (writes 0 to cgroup.freeze). The kernel clears
 // "frozen" synchronously, so there is nothing to wait for.
 func Thaw(dir string) error {
 	if err := writeCgroupFile(dir, "cgroup.freeze", "0", fsV2, ErrNoCgroupFreeze); err != nil {

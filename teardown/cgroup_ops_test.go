@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // cgroupMount finds a writable cgroup hierarchy in /proc/self/mountinfo
@@ -22,7 +25,7 @@ import (
 // carrying that controller. It skips the test when there is none.
 func cgroupMount(t *testing.T, controller string) string {
 	t.Helper()
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Skipf("no mountinfo: %v", err)
@@ -42,11 +45,11 @@ func cgroupMount(t *testing.T, controller string) string {
 			}
 		}
 	}
-	what := "cgroup2"
 	if controller != "" {
-		what = "cgroup v1 " + controller
+		// A pure cgroup-v2 host has no v1 hierarchy, by design.
+		t.Skipf("no writable cgroup v1 %s mount", controller)
 	}
-	t.Skipf("no writable %s mount", what)
+	proctest.SkipMissing(t, "no writable cgroup2 mount")
 	return ""
 }
 
@@ -129,7 +132,7 @@ func TestCgroupV2Lifecycle(t *testing.T) {
 	}
 
 	start := time.Now()
-	if err := Freeze(timeout(t, 5*time.Second), dir); err != nil {
+	if err := freeze(timeout(t, 5*time.Second), dir); err != nil {
 		t.Fatalf("Freeze: %v", err)
 	}
 	t.Logf("Freeze took %v", time.Since(start))
@@ -146,7 +149,7 @@ func TestCgroupV2Lifecycle(t *testing.T) {
 	}
 
 	// Kill while frozen: v2 lets SIGKILL through the freezer.
-	if err := Freeze(timeout(t, 5*time.Second), dir); err != nil {
+	if err := freeze(timeout(t, 5*time.Second), dir); err != nil {
 		t.Fatalf("second Freeze: %v", err)
 	}
 	start = time.Now()
@@ -310,7 +313,7 @@ func TestCgroupV1Freezer(t *testing.T) {
 func TestSetPidsMax0(t *testing.T) {
 	perl, err := exec.LookPath("perl")
 	if err != nil {
-		t.Skip("needs perl for a child that reports fork failures without dying")
+		proctest.SkipMissing(t, "needs perl for a child that reports fork failures without dying")
 	}
 	dir := newCgroup(t, cgroupMount(t, ""))
 	if _, err := os.Stat(filepath.Join(dir, "pids.max")); err != nil {
@@ -384,7 +387,7 @@ func TestCgroupWritesRefuseStrangers(t *testing.T) {
 		{"Kill of a plain directory", func() error { return Kill(plain) }, ErrNotCgroup},
 		{"Kill of a v1 cgroup", func() error { return Kill(v1) }, ErrNotCgroup},
 		{"Kill of a missing cgroup", func() error { return Kill(missing) }, ErrCgroupGone},
-		{"Freeze of a missing cgroup", func() error { return Freeze(context.Background(), missing) }, ErrCgroupGone},
+		{"freeze of a missing cgroup", func() error { return freeze(context.Background(), missing) }, ErrCgroupGone},
 		{"Thaw of a plain directory", func() error { return Thaw(plain) }, ErrNotCgroup},
 		{"FreezeV1 of a v2 cgroup", func() error { return FreezeV1(context.Background(), v2) }, ErrNotCgroup},
 		{"ThawV1 of a missing cgroup", func() error { return ThawV1(filepath.Join(v1, "nope")) }, ErrCgroupGone},
@@ -441,4 +444,20 @@ func TestEventValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freeze freezes every process in dir's subtree (writes 1 to cgroup.freeze)
+// and waits until cgroup.events reports "frozen 1". Freezing is
+// asynchronous: a task in uninterruptible sleep freezes only when it wakes,
+// so give ctx a deadline. A frozen v2 task still dies from SIGKILL and from
+// cgroup.kill, without a thaw. The engine never freezes a v2 cgroup (it
+// kills through cgroup.kill); the tests freeze one to prove that.
+func freeze(ctx context.Context, dir string) error {
+	if err := writeCgroupFile(dir, "cgroup.freeze", "1", fsV2, ErrNoCgroupFreeze); err != nil {
+		return fmt.Errorf("freeze: %w", err)
+	}
+	if err := waitCgroupEvent(ctx, dir, "frozen", "1"); err != nil {
+		return fmt.Errorf("freeze %s: %w", dir, err)
+	}
+	return nil
 }

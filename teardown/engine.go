@@ -170,7 +170,7 @@ func (r *run) event(ev Event) {
 
 // alreadyGone reports a cgroup that vanished under the engine as a
 // skipped step, and returns true, when err says so.
-func (r *run) alreadyGone(step string, err error) bool {
+func (r *run) alreadyGone(step Step, err error) bool {
 	if !errors.Is(err, ErrCgroupGone) {
 		return false
 	}
@@ -179,7 +179,7 @@ func (r *run) alreadyGone(step string, err error) bool {
 }
 
 // fail emits a failed step for err, with its errno name and meaning.
-func (r *run) fail(step string, pid int, comm, sig string, err error) {
+func (r *run) fail(step Step, pid int, comm, sig string, err error) {
 	errno, human := Describe(err)
 	r.event(Event{Step: step, PID: pid, Comm: comm, Signal: sig, Status: Fail, Error: errno, Detail: human})
 }
@@ -260,7 +260,7 @@ func (r *run) live() []*Pinned {
 
 // signal sends sig through a pin and reports the step. It returns false
 // when the process turned out to be gone already.
-func (r *run) signal(step string, p *Pinned, sig unix.Signal, quiet bool) {
+func (r *run) signal(step Step, p *Pinned, sig unix.Signal, quiet bool) {
 	if r.denied[p.ID] {
 		return // EPERM once is EPERM for every signal: reported already
 	}
@@ -328,7 +328,7 @@ func (r *run) graceful(ctx context.Context) {
 // under the engine was removed by the runtime cleaning up (dockerd removes
 // a container's cgroup as soon as its last task dies): that is the end the
 // teardown wants, never a failure.
-func (r *run) step(step, okDetail string, err error) bool {
+func (r *run) step(step Step, okDetail string, err error) bool {
 	if r.alreadyGone(step, err) {
 		return false
 	}

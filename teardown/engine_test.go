@@ -15,6 +15,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestMain lets the test binary serve as the sandsim fleet's owner and
@@ -30,7 +31,7 @@ type result struct {
 	elapsed time.Duration
 }
 
-func (r result) has(step string, status Status, detail string) bool {
+func (r result) has(step Step, status Status, detail string) bool {
 	for _, ev := range r.events {
 		if ev.Step == step && ev.Status == status && strings.Contains(ev.Detail, detail) {
 			return true
@@ -214,7 +215,7 @@ func TestTeardownBoxInPidNamespace(t *testing.T) {
 		{Name: "other-box", Runtime: fleet.Boxlite, Detached: true},
 	}})
 	if !f.Manifest().Sandbox("box").PidNS {
-		t.Skip("no nested pid namespace on this host")
+		proctest.SkipMissing(t, "no nested pid namespace on this host")
 	}
 	r := tearDown(t, f, "box", DefaultGrace)
 	if r.plan.Cgroup == "" || !r.has(StepCleanup, OK, "removed cgroup") {
@@ -276,13 +277,31 @@ func TestTeardownForker(t *testing.T) {
 		{Name: "forker-cgroup", Runtime: fleet.Docker, Forker: true},
 		{Name: "forker-tree", Runtime: fleet.VM0, Forker: true},
 	}})
-	time.Sleep(100 * time.Millisecond) // let both fork a few generations
-	for _, name := range []string{"forker-cgroup", "forker-tree"} {
-		for _, grace := range []time.Duration{0} {
-			r := tearDown(t, f, name, grace)
-			if name == "forker-tree" && r.plan.CgroupDir != "" {
-				t.Errorf("%s: expected no dedicated cgroup", name)
+	// Tear down only once both are forking: a process of each has a child
+	// the manifest does not list.
+	forking := func(name string) bool {
+		sb := f.Manifest().Sandbox(name)
+		known := map[int]bool{}
+		for _, p := range sb.Processes {
+			known[p.PID] = true
+		}
+		for _, p := range sb.Processes {
+			kids, _ := proc.Children("/proc", p.PID)
+			for _, k := range kids {
+				if !known[k] {
+					return true
+				}
 			}
+		}
+		return false
+	}
+	if !proctest.Eventually(10*time.Second, func() bool { return forking("forker-cgroup") && forking("forker-tree") }) {
+		t.Fatal("the forkers forked nothing in 10s")
+	}
+	for _, name := range []string{"forker-cgroup", "forker-tree"} {
+		r := tearDown(t, f, name, 0)
+		if name == "forker-tree" && r.plan.CgroupDir != "" {
+			t.Errorf("%s: expected no dedicated cgroup", name)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func (r *run) scan() (*proc.Snapshot, error) {
 		// The plan's snapshot holds the static fields of nearly every
 		// process on the host: seeded with them, the first verify scan
 		// reads only stat instead of five more files per process (on a
-		// busy host a cold scan was most of a teardown; issue 6).
+		// busy host a cold scan was most of a teardown).
 		if r.p.View != nil && r.p.View.Snapshot != nil {
 			sc.Seed(r.p.View.Snapshot)
 		}

@@ -8,23 +8,26 @@ import (
 	"time"
 )
 
-// Step names, in the order a teardown runs them.
+// Step names a step of a teardown.
+type Step string
+
+// The steps, in the order a teardown runs them.
 const (
-	StepPlan       = "plan"
-	StepPin        = "pin"
-	StepThaw       = "thaw"
-	StepTerm       = "term"
-	StepWait       = "wait"
-	StepFreeze     = "freeze"
-	StepStop       = "stop"
-	StepKill       = "kill"
-	StepCgroupKill = "cgroup-kill"
-	StepVerify     = "verify"
-	StepCleanup    = "cleanup"
-	StepDone       = "done"
+	StepPlan       Step = "plan"
+	StepPin        Step = "pin"
+	StepThaw       Step = "thaw"
+	StepTerm       Step = "term"
+	StepWait       Step = "wait"
+	StepFreeze     Step = "freeze"
+	StepStop       Step = "stop"
+	StepKill       Step = "kill"
+	StepCgroupKill Step = "cgroup-kill"
+	StepVerify     Step = "verify"
+	StepCleanup    Step = "cleanup"
+	StepDone       Step = "done"
 	// StepReconcile runs the runtime's own command after a teardown
 	// (kill --reconcile), outside Run.
-	StepReconcile = "reconcile"
+	StepReconcile Step = "reconcile"
 )
 
 // Status is a step's outcome.
@@ -41,7 +44,7 @@ const (
 type Event struct {
 	Time    time.Time `json:"time"`
 	Sandbox string    `json:"sandbox"`
-	Step    string    `json:"step"`
+	Step    Step      `json:"step"`
 	PID     int       `json:"pid,omitempty"`
 	Comm    string    `json:"comm,omitempty"`
 	Signal  string    `json:"signal,omitempty"`

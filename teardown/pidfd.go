@@ -82,7 +82,10 @@ func Pin(procRoot string, id proc.Identity) (*Pinned, error) {
 	fallback := false
 	switch {
 	case err == nil:
-	case errors.Is(err, unix.ESRCH):
+	case errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
+		// ESRCH is the documented answer for a process that is gone;
+		// kernels with pidfs can answer ENOENT instead for one that has
+		// exited and been reaped (seen on 6.18).
 		return nil, fmt.Errorf("pin %v: %w", id, ErrGone)
 	case errors.Is(err, unix.ENOSYS):
 		fd, fallback = -1, true

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // startSleep starts a /bin/sleep child that the test owns; cleanup kills
@@ -56,19 +57,27 @@ func pin(t *testing.T, id proc.Identity) *Pinned {
 	return p
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
-
 // withoutPidfd makes Pin behave as on a kernel without pidfd_open.
 func withoutPidfd(t *testing.T) {
 	t.Helper()
 	saved := pidfdOpen
 	pidfdOpen = func(int, int) (int, error) { return -1, unix.ENOSYS }
 	t.Cleanup(func() { pidfdOpen = saved })
+}
+
+// TestPinGoneAnswers checks that both answers a kernel gives pidfd_open for
+// a process that is gone (ESRCH, and pidfs's ENOENT) make Pin say ErrGone,
+// which a teardown counts as already exited, not as a failed step.
+func TestPinGoneAnswers(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.ESRCH, unix.ENOENT} {
+		saved := pidfdOpen
+		pidfdOpen = func(int, int) (int, error) { return -1, errno }
+		_, err := Pin("/proc", proc.Identity{PID: 4242, Start: 1})
+		pidfdOpen = saved
+		if !errors.Is(err, ErrGone) {
+			t.Errorf("pidfd_open %v: Pin error = %v, want ErrGone", errno, err)
+		}
+	}
 }
 
 // waitZombie waits until pid shows state Z in /proc, which is how an
@@ -215,7 +224,7 @@ func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(n-1)), 0); err != nil {
-		t.Skipf("cannot steer pid allocation: %v", err)
+		proctest.SkipMissing(t, "cannot steer pid allocation: %v", err)
 	}
 	cmd := exec.Command("/bin/sleep", "600")
 	if err := cmd.Start(); err != nil {
@@ -235,7 +244,7 @@ func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
 // two processes that share both.
 func reusedPID(t *testing.T, beforeExit func(a proc.Identity)) (proc.Identity, *exec.Cmd) {
 	t.Helper()
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	for attempt := 1; attempt <= 20; attempt++ {
 		a := startSleep(t)
 		idA := identity(t, a.Process.Pid)

@@ -2,7 +2,6 @@ package teardown
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -218,8 +217,8 @@ func (p *Plan) Strategy() string {
 }
 
 // Steps lists, in order, the steps the engine will run for this plan.
-func (p *Plan) Steps() []string {
-	steps := []string{StepPin}
+func (p *Plan) Steps() []Step {
+	steps := []Step{StepPin}
 	if p.Grace > 0 {
 		if p.Frozen {
 			steps = append(steps, StepThaw)
@@ -237,43 +236,4 @@ func (p *Plan) Steps() []string {
 		steps = append(steps, StepStop, StepKill)
 	}
 	return append(steps, StepVerify, StepCleanup, StepDone)
-}
-
-// Write prints the plan for a person: what --dry-run shows and what the
-// confirmation asks about.
-func (p *Plan) Write(w io.Writer) {
-	fmt.Fprintf(w, "target:     %s (%s), root pid %d, %d processes\n", p.Target, p.Runtime, p.RootPID, len(p.Members))
-	switch {
-	case p.Cgroup != "":
-		fmt.Fprintf(w, "cgroup:     %s (dedicated: cgroup.kill)\n", p.Cgroup)
-	case p.Freezer != "":
-		fmt.Fprintf(w, "cgroup:     v1 freezer %s (dedicated: freeze, kill, thaw)\n", p.Freezer)
-	default:
-		fmt.Fprintf(w, "cgroup:     none dedicated (SIGSTOP the tree, then SIGKILL each process)\n")
-	}
-	if p.Frozen {
-		fmt.Fprintf(w, "state:      paused (frozen)\n")
-	}
-	fmt.Fprintf(w, "supervisor: %s\n", p.SupervisorNote)
-	switch {
-	case p.Supervised:
-		fmt.Fprintf(w, "cleanup:    left to the supervisor\n")
-	case len(p.Cleanup) > 0:
-		fmt.Fprintf(w, "cleanup:    %s\n", strings.Join(p.Cleanup, ", "))
-	default:
-		fmt.Fprintf(w, "cleanup:    nothing to remove\n")
-	}
-	if len(p.Reconcile) > 0 {
-		fmt.Fprintf(w, "reconcile:  %s (%s does not notice by itself; --reconcile runs it after the kill)\n", ShellQuote(p.Reconcile), p.Runtime)
-	}
-	fmt.Fprintf(w, "strategy:   %s\n", p.Strategy())
-	fmt.Fprintf(w, "steps:      %s\n", strings.Join(p.Steps(), " → "))
-	fmt.Fprintf(w, "processes (leaf first):\n")
-	for _, m := range p.Members {
-		z := ""
-		if m.Zombie {
-			z = " (zombie)"
-		}
-		fmt.Fprintf(w, "  %s%d %s%s\n", strings.Repeat("  ", m.Depth), m.PID, m.Comm, z)
-	}
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The torture suite (issue 7) is evidence that a teardown never kills the
+// The torture suite is evidence that a teardown never kills the
 // wrong process and never leaves one behind. Every test runs in two sizes:
 // a bounded one in `make test` and the full one under the torture build
 // tag (`make torture`), see torture_limits*_test.go. Each test logs its

@@ -3,9 +3,7 @@ package teardown
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // nobody is the unprivileged user the permission test runs as.
@@ -48,7 +47,7 @@ func TestTorturePermissions(t *testing.T) {
 	}
 	ids := []string{m.Sandbox("vm").ID, m.Sandbox("box").ID}
 
-	cmd := childCmd(t, exeFor(t, nobody), "TestTorturePermissionsChild", "TORTURE_TARGETS="+strings.Join(ids, ","))
+	cmd := childCmd(t, proctest.NobodyBinary(t), "TestTorturePermissionsChild", "TORTURE_TARGETS="+strings.Join(ids, ","))
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}},
 		Pdeathsig:  syscall.SIGKILL,
@@ -117,41 +116,6 @@ func TestTorturePermissions(t *testing.T) {
 	}
 	figures(t, "permissions", "procs_seen", rep.Procs, "partly_unreadable", rep.PartlyUnreadable,
 		"members", members, "eperm_events", eperm, "signals_delivered", signalled, "processes_touched", harmed)
-}
-
-// exeFor copies the test binary where uid can execute it: go test builds
-// it in a private (0700) work directory.
-func exeFor(t *testing.T, uid int) string {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "sandtop-torture-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(dir, "teardown.test")
-	in, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // TestTorturePermissionsChild runs as uid 65534: it scans, then tries to

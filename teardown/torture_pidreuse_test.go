@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestTorturePIDReuse recycles the pids of a planned teardown before the
@@ -31,7 +32,7 @@ import (
 // without racing the rest of the host. A private mount namespace carries a
 // procfs of that pid namespace, which is what the engine reads.
 func TestTorturePIDReuse(t *testing.T) {
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	rounds := envInt(t, "TORTURE_REUSE", defaultReuseRounds)
 	cmd := childCmd(t, "", "TestTorturePIDReuseChild",
 		"TORTURE_REUSE="+strconv.Itoa(rounds), "TORTURE_SEED="+strconv.FormatUint(tortureSeed(t), 10))
@@ -45,7 +46,7 @@ func TestTorturePIDReuse(t *testing.T) {
 	defer cancel()
 	out, err := runChild(ctx, cmd)
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
-		t.Skipf("cannot make a pid namespace here: %v", err)
+		proctest.SkipMissing(t, "cannot make a pid namespace here: %v", err)
 	}
 	fig := ""
 	for _, l := range strings.Split(out, "\n") {

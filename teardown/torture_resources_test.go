@@ -11,6 +11,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // usage is one sample of this process's resources.
@@ -141,7 +142,7 @@ func TestTortureWatchResources(t *testing.T) {
 // that every pinned pidfd, and every goroutine a teardown starts, is gone
 // once Run returns.
 func TestTortureEngineDescriptors(t *testing.T) {
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	n := envInt(t, "TORTURE_ENGINE_RUNS", defaultEngineRepeats)
 	eng, err := New(Options{})
 	if err != nil {
@@ -167,8 +168,13 @@ func TestTortureEngineDescriptors(t *testing.T) {
 	for i := range n {
 		run([]time.Duration{0, 20 * time.Millisecond}[i%2])
 	}
-	time.Sleep(10 * time.Millisecond) // let exiting goroutines finish
-	fdsAfter, goroutinesAfter := openFDs(t), runtime.NumGoroutine()
+	// Goroutines of the last run may still be on their way out: wait for
+	// the counts to come back (a leak never does, and fails below).
+	var fdsAfter, goroutinesAfter int
+	proctest.Eventually(5*time.Second, func() bool {
+		fdsAfter, goroutinesAfter = openFDs(t), runtime.NumGoroutine()
+		return fdsAfter == fds && goroutinesAfter <= goroutines
+	})
 	figures(t, "engine-fds", "runs", n, "processes_killed", 3*n, "fds_before", fds, "fds_after", fdsAfter,
 		"goroutines_before", goroutines, "goroutines_after", goroutinesAfter)
 	if fdsAfter != fds {

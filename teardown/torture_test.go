@@ -13,6 +13,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // sandboxesPerFleet is how many sandboxes one fleet holds; each is torn
@@ -89,7 +90,7 @@ type trial struct {
 // survived of the target and what was harmed outside it (both must be 0),
 // by identity (pid + start time).
 func TestTortureTrials(t *testing.T) {
-	requireRoot(t)
+	proctest.RequireRoot(t)
 	n := envInt(t, "TORTURE_N", defaultTrials)
 	rng := rand.New(rand.NewPCG(tortureSeed(t), 7))
 	var (
@@ -109,8 +110,8 @@ func TestTortureTrials(t *testing.T) {
 		ok := t.Run(fmt.Sprintf("fleet%d", fleetNo), func(t *testing.T) {
 			t.Cleanup(func() {
 				if t.Failed() {
-					js, _ := json.Marshal(spec)
-					t.Logf("spec: %s", js)
+					js, err := json.Marshal(spec)
+					t.Logf("spec: %s (%v)", js, err)
 				}
 			})
 			f := fleettest.Start(t, spec)

@@ -52,6 +52,9 @@ type Options struct {
 	LookupUser func(uid int) string
 	// Styles (DefaultStyles when nil).
 	Styles *Styles
+	// Replay shows a recording instead of scanning Source: read-only,
+	// with a time bar and the keys to move in time.
+	Replay Recording
 }
 
 type mode uint8
@@ -61,6 +64,7 @@ const (
 	modeFilter
 	modeSearch
 	modeConfirm
+	modeJump // typing a time to jump to, in replay
 )
 
 // Model is the root model: it routes messages to the parts of the screen
@@ -118,6 +122,9 @@ type Model struct {
 	status    string
 	statusErr bool
 	quitArmed bool
+
+	// bar is the replay's time bar; nil on the live screen.
+	bar *timebar
 }
 
 // New makes the root model.
@@ -151,8 +158,12 @@ func New(o Options) *Model {
 	if m.lookup == nil {
 		m.lookup = LookupUser
 	}
-	if o.ReadOnly {
+	if o.ReadOnly || o.Replay != nil {
 		m.killer = nil
+	}
+	if o.Replay != nil {
+		m.bar = newTimebar(o.Replay)
+		m.keys.replayKeys()
 	}
 	if m.killer == nil {
 		m.keys.readOnly()
@@ -176,6 +187,12 @@ func (m *Model) Shutdown() { m.runs.shutdown() }
 
 // Init starts the first scan; the refresh tick is armed when it returns.
 func (m *Model) Init() tea.Cmd {
+	if m.bar != nil {
+		if m.bar.n == 0 {
+			return nil
+		}
+		return m.load(0)
+	}
 	m.scanning = true
 	return scanCmd(m.src, m.users, m.lookup)
 }
@@ -193,6 +210,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case viewMsg:
 		cmd = m.scanned(msg)
+	case frameMsg:
+		cmd = m.framed(msg)
+	case playMsg:
+		cmd = m.played(msg)
+	case foundMsg:
+		cmd = m.found(msg)
 	case plansMsg:
 		m.openConfirm(msg)
 	case teardownEventMsg:
@@ -302,7 +325,7 @@ func (m *Model) layout() {
 	if m.tooSmall() {
 		return
 	}
-	body := m.height - headerHeight - 1 - lipgloss.Height(m.helpView())
+	body := m.height - m.headerHeight() - 1 - lipgloss.Height(m.helpView())
 	// The table gets the rows it has, up to three fifths of the body; the
 	// open panes share the rest, the log first.
 	spare := max(body-min(len(m.table.rows)+1, body*3/5), 0)
@@ -338,7 +361,7 @@ func (m *Model) helpView() string {
 	switch {
 	case m.mode == modeConfirm:
 		v = m.help.ShortHelpView(m.confirm.keys.ShortHelp())
-	case m.mode == modeFilter || m.mode == modeSearch:
+	case m.mode == modeFilter || m.mode == modeSearch || m.mode == modeJump:
 		v = m.help.ShortHelpView(newInputKeys(m.mode == modeSearch).ShortHelp())
 		if m.mode == modeFilter && m.fltErr != nil {
 			v = m.styles.Error.Render(m.fltErr.Error()) + "\n" + v
@@ -347,8 +370,12 @@ func (m *Model) helpView() string {
 		}
 	case m.panel.open && m.panel.focused:
 		v = m.help.ShortHelpView(panelKeys{KeyMap: m.keys, running: m.panel.running > 0}.ShortHelp())
+	case m.help.ShowAll && m.bar != nil:
+		v = m.help.View(replayHelp{KeyMap: m.keys, time: m.bar.keys}) + "\n" + m.filterSyntax()
 	case m.help.ShowAll:
 		v = m.help.View(m.keys) + "\n" + m.filterSyntax()
+	case m.bar != nil:
+		v = m.help.View(replayHelp{KeyMap: m.keys, time: m.bar.keys})
 	default:
 		v = m.help.View(m.keys)
 	}
@@ -371,6 +398,9 @@ func (m *Model) View() string {
 		return lipgloss.NewStyle().Width(m.width).MaxHeight(m.height).Render(msg)
 	}
 	parts := []string{m.styles.header(m.headerState(), m.width)}
+	if m.bar != nil {
+		parts = append(parts, m.bar.view(m.styles, m.width))
+	}
 	tableH := m.table.height + 1
 	switch {
 	case m.mode == modeConfirm:
@@ -391,14 +421,14 @@ func (m *Model) View() string {
 }
 
 func (m *Model) rowCtx() *rowCtx {
-	return &rowCtx{view: m.view, cpu: m.cpu, users: m.users, tags: m.tags}
+	return &rowCtx{view: m.view, cpu: m.cpu, users: m.users, tags: m.tags, grace: m.grace}
 }
 
 func (m *Model) headerState() headerState {
 	return headerState{
 		view: m.view, sum: m.sum, interval: m.interval, readOnly: m.ReadOnly(),
 		sort: m.sort, tree: m.tree, filter: m.filterQ, shown: m.shown, scanErr: m.scanErr,
-		held: m.mode == modeConfirm && m.pending != nil,
+		held: m.mode == modeConfirm && m.pending != nil, replay: m.bar != nil,
 	}
 }
 
@@ -428,6 +458,8 @@ func (m *Model) statusView() string {
 		return "filter " + m.input.View()
 	case modeSearch:
 		return "search " + m.input.View()
+	case modeJump:
+		return "jump to (03:12, 03:12:30, +90s, -5m, RFC 3339) " + m.input.View()
 	}
 	if m.status == "" {
 		return ""

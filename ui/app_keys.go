@@ -24,6 +24,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.confirmKey(msg)
 	case modeFilter, modeSearch:
 		return m.inputKey(msg)
+	case modeJump:
+		return m.jumpKey(msg)
 	}
 	// bubbletea hands over runes read together as one message ("jjj"
 	// when a key repeats faster than it is read); outside a text field
@@ -50,6 +52,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Quit):
 		return m.quit()
+	case m.bar != nil && m.bar.owns(msg):
+		return m.timeKey(msg)
 	case m.keys.disabledKill(msg):
 		m.setStatus("read-only mode: killing is disabled", true)
 	case key.Matches(msg, k.Up):

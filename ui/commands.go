@@ -30,19 +30,25 @@ func scanCmd(src Source, known map[int]string, lookup func(uid int) string) tea.
 		if err != nil {
 			return viewMsg{err: err}
 		}
-		users, cloned := known, false
-		for _, p := range v.Snapshot.Procs {
-			if _, ok := users[p.UID]; ok || p.UID < 0 {
-				continue
-			}
-			if !cloned {
-				users, cloned = make(map[int]string, len(known)+1), true
-				maps.Copy(users, known)
-			}
-			users[p.UID] = lookup(p.UID)
-		}
-		return viewMsg{view: v, users: users}
+		return viewMsg{view: v, users: nameUsers(v, known, lookup)}
 	}
+}
+
+// nameUsers names the uids of v that known does not. known is never
+// written: new names come back in a new map.
+func nameUsers(v *model.View, known map[int]string, lookup func(uid int) string) map[int]string {
+	users, cloned := known, false
+	for _, p := range v.Snapshot.Procs {
+		if _, ok := users[p.UID]; ok || p.UID < 0 {
+			continue
+		}
+		if !cloned {
+			users, cloned = make(map[int]string, len(known)+1), true
+			maps.Copy(users, known)
+		}
+		users[p.UID] = lookup(p.UID)
+	}
+	return users
 }
 
 // LookupUser names a uid from the user database, or spells it out.

@@ -64,7 +64,7 @@ func TestRunBatchStreamsAndAudits(t *testing.T) {
 		msg := waitBatchCmd(b)()
 		switch msg := msg.(type) {
 		case teardownEventMsg:
-			steps = append(steps, msg.ev.Sandbox+" "+msg.ev.Step)
+			steps = append(steps, msg.ev.Sandbox+" "+string(msg.ev.Step))
 		case teardownPlanDoneMsg:
 			if msg.auditErr != nil || msg.audit != audit {
 				t.Errorf("audit %q: %v", msg.audit, msg.auditErr)

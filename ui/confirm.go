@@ -194,12 +194,7 @@ func (c *confirm) view(w, h int) string {
 	var l []string
 	what := plural(len(c.plans), "target", "targets")
 	if len(c.plans) == 1 {
-		what = c.plans[0].Target
-		if c.plans[0].Sandbox != nil {
-			what = "sandbox " + what
-		} else {
-			what += " and its descendants"
-		}
+		what = c.plans[0].Facts().Title
 	}
 	l = append(l, s.ModalTitle.Render(format.Printable(fmt.Sprintf("Tear down %s (%s)?", what, plural(c.processes(), "process", "processes")))), "")
 
@@ -226,9 +221,12 @@ func (c *confirm) view(w, h int) string {
 	if c.immediate {
 		other = "graceful"
 	}
-	l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "strategy"))+s.Danger.Render(c.plans[0].Strategy())+
+	first := c.plans[0].Facts()
+	l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "strategy"))+s.Danger.Render(first.Strategy)+
 		s.DetailKey.Render(fmt.Sprintf("  (%s: %s)", c.keys.Strategy.Help().Key, other)))
-	l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "steps"))+strings.Join(c.plans[0].Steps(), " → "))
+	if len(c.plans) == 1 {
+		l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "steps"))+first.StepsText())
+	}
 	l = append(l, "")
 	if c.typed {
 		l = append(l, fmt.Sprintf("Type %s to confirm:", s.Danger.Render(strconv.Quote(c.want))), c.input.View())
@@ -262,36 +260,28 @@ func button(label string, focused bool) string {
 	return "[  " + label + "  ]"
 }
 
+// planLines are one plan's facts; the steps of a plan are shown with it
+// when the dialog holds several, whose steps may differ.
 func (c *confirm) planLines(p *teardown.Plan, inner int) []string {
 	s := c.styles
 	d := detail{styles: s}
+	f := p.Facts()
 	var l []string
 	kv := func(k, v string) {
 		for _, line := range d.kv(k, v, inner-2) {
 			l = append(l, "  "+line)
 		}
 	}
-	l = append(l, s.Title.Render(format.Printable(p.Target))+"  "+format.Printable(p.Runtime)+
-		fmt.Sprintf("  %s, root pid %d", plural(len(p.Members), "process", "processes"), p.RootPID))
-	switch {
-	case p.Cgroup != "":
-		kv("cgroup", p.Cgroup+" (dedicated: cgroup.kill)")
-	case p.Freezer != "":
-		kv("cgroup", "v1 freezer "+p.Freezer+" (dedicated: freeze, kill, thaw)")
-	default:
-		kv("cgroup", "none dedicated: stop the tree, then SIGKILL each process")
+	l = append(l, s.Title.Render(format.Printable(p.Target))+"  "+format.Printable(f.Runtime)+
+		fmt.Sprintf("  %s, root %s", f.ProcessesText(), f.Root))
+	kv("cgroup", f.Cgroup)
+	if f.State != "" {
+		kv("state", f.State)
 	}
-	if p.Frozen {
-		kv("state", "paused (frozen): thawed so SIGTERM can be handled")
-	}
-	kv("supervisor", supervisorText(p.SupervisorNote))
-	switch {
-	case p.Supervised:
-		kv("cleanup", "left to the supervisor")
-	case len(p.Cleanup) > 0:
-		kv("cleanup", "orphan: then removes "+strings.Join(p.Cleanup, ", "))
-	default:
-		kv("cleanup", "nothing to remove")
+	kv("supervisor", f.Supervisor)
+	kv("cleanup", f.Cleanup)
+	if len(c.plans) > 1 {
+		kv("steps", f.StepsText())
 	}
 	return l
 }

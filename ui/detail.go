@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/teardown"
 	"github.com/sandtop/sandtop/ui/format"
 )
 
@@ -109,16 +111,15 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		procs += fmt.Sprintf(" (%d zombies)", sb.Zombies)
 	}
 	add("processes", procs)
-	switch {
-	case sb.Cgroup != "":
-		add("cgroup", sb.Cgroup+" (dedicated: teardown uses cgroup.kill)")
-	case sb.Freezer != "":
-		add("cgroup", "v1 freezer "+sb.Freezer+" (dedicated: freeze, kill, thaw)")
-	default:
-		add("cgroup", "none dedicated ("+root.Cgroup+" is shared): teardown stops the tree, then kills each process")
-	}
-	if sb.Cgroup != "" && sb.Freezer != "" {
-		add("freezer", sb.Freezer+" (dedicated)")
+	// What a teardown of it would do, worded as the confirmation and the
+	// CLI word it: planning is pure, and the plan is thrown away.
+	plan, planErr := teardown.PlanSandbox(c.view, sb, teardown.PlanOptions{Grace: c.grace})
+	var f teardown.Facts
+	if planErr == nil {
+		f = plan.Facts()
+		add("cgroup", f.Cgroup)
+	} else {
+		add("cgroup", cmp.Or(sb.Cgroup, "none dedicated"))
 	}
 	add("state", sandboxState(sb))
 	sup := supervisorText(sb.SupervisorNote)
@@ -129,13 +130,11 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		sup += ": supervised"
 	}
 	add("supervisor", sup)
-	switch {
-	case sb.Supervised:
-		add("cleanup", "left to the supervisor")
-	case len(sb.Cleanup) > 0:
-		add("cleanup", strings.Join(sb.Cleanup, ", ")+" (removed after a kill)")
-	default:
-		add("cleanup", "nothing to remove")
+	if planErr != nil {
+		add("teardown", "refused: "+planErr.Error())
+	} else {
+		add("cleanup", f.Cleanup)
+		add("teardown", f.Strategy+": "+f.StepsText())
 	}
 	if len(sb.Vars) > 0 {
 		keys := make([]string, 0, len(sb.Vars))

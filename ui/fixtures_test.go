@@ -5,7 +5,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/modeltest"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
 )
@@ -65,52 +65,40 @@ var testRules = model.Rules{
 }
 
 // pr makes a process started `age` before t0; argv is split on spaces.
-func pr(pid, ppid int, age time.Duration, argv string, opts ...func(*proc.Process)) *proc.Process {
-	p := &proc.Process{
-		PID: pid, PPID: ppid, PGID: pid, SID: pid, State: 'S', UID: 0, Threads: 1,
-		Start: uint64((100_000*time.Second - age) / (10 * time.Millisecond)),
-		RSS:   uint64(pid%7+1) << 20, CPUTicks: uint64(pid % 13 * 10), Cgroup: "/system.slice",
+func pr(pid, ppid int, age time.Duration, argv string, opts ...modeltest.Opt) *proc.Process {
+	defaults := func(p *proc.Process) {
+		p.Threads = 1
+		p.Start = uint64((100_000*time.Second - age) / (10 * time.Millisecond))
+		p.RSS, p.CPUTicks, p.Cgroup = uint64(pid%7+1)<<20, uint64(pid%13*10), "/system.slice"
+		if len(p.Argv) > 0 {
+			p.Exe = p.Argv[0]
+		}
 	}
-	if argv != "" {
-		p.Argv = strings.Split(argv, " ")
-		p.Comm = p.Argv[0][strings.LastIndexByte(p.Argv[0], '/')+1:]
-		p.Exe = p.Argv[0]
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+	return modeltest.Proc(pid, ppid, argv, append([]modeltest.Opt{defaults}, opts...)...)
 }
 
-func cg(c string) func(*proc.Process)      { return func(p *proc.Process) { p.Cgroup = c } }
-func uid(u int) func(*proc.Process)        { return func(p *proc.Process) { p.UID = u } }
-func ticks(t uint64) func(*proc.Process)   { return func(p *proc.Process) { p.CPUTicks = t } }
-func nsPIDs(ns ...int) func(*proc.Process) { return func(p *proc.Process) { p.NSpid = ns } }
-func zombie(comm string) func(*proc.Process) {
-	return func(p *proc.Process) { p.State, p.Comm, p.Argv, p.RSS = 'Z', comm, nil, 0 }
-}
-func stopped() func(*proc.Process) { return func(p *proc.Process) { p.State = 'T' } }
+var (
+	cg      = modeltest.Cgroup
+	uid     = modeltest.UID
+	ticks   = modeltest.Ticks
+	nsPIDs  = modeltest.NSpid
+	zombie  = modeltest.Zombie
+	stopped = modeltest.Stopped
+)
 
 // snapshot assembles a snapshot at t0+at with PID 1, kthreadd and sandtop.
 func snapshot(at time.Duration, procs ...*proc.Process) *proc.Snapshot {
-	all := []*proc.Process{
+	base := []*proc.Process{
 		pr(1, 0, 100_000*time.Second, "/process_api --firecracker-init", cg("/")),
 		{PID: 2, Comm: "kthreadd", Kernel: true, State: 'S'},
 		pr(900, 501, time.Minute, "sandtop", uid(1000)),
 	}
-	all = append(all, procs...)
-	slices.SortFunc(all, func(a, b *proc.Process) int { return a.PID - b.PID })
-	s := &proc.Snapshot{
+	return modeltest.Snapshot(proc.Snapshot{
 		Time: t0.Add(at), BootTime: boot, ClockTicks: 100, PageSize: 4096, Hostname: "testhost", Self: 900,
-		Procs: all, ByPID: map[int]*proc.Process{},
 		Cgroups:   map[string]proc.CgroupState{"/kubepods/" + idShim: {Exists: true, Populated: true}, "/sandboxes/" + idPaused: {Exists: true, Populated: true, Frozen: true}},
 		Freezers:  map[string]proc.CgroupState{},
 		Listeners: map[string]bool{shimSocket: true},
-	}
-	for _, p := range all {
-		s.ByPID[p.PID] = p
-	}
-	return s
+	}, append(base, procs...)...)
 }
 
 // fleetProcs is the fixture fleet: a supervised vm0 sandbox (with a
@@ -232,7 +220,7 @@ func (k *fakeKiller) Run(ctx context.Context, p *teardown.Plan, emit func(teardo
 	release := k.release
 	k.mu.Unlock()
 	at := t0.Add(time.Minute)
-	ev := func(step string, st teardown.Status, pid int, comm, detail string) {
+	ev := func(step teardown.Step, st teardown.Status, pid int, comm, detail string) {
 		emit(teardown.Event{Time: at, Sandbox: p.Target, Step: step, Status: st, PID: pid, Comm: comm, Detail: detail})
 	}
 	ev(teardown.StepPlan, teardown.OK, p.RootPID, "", p.Strategy())

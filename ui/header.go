@@ -12,8 +12,15 @@ import (
 )
 
 // headerHeight is fixed, so the table does not jump when a warning comes
-// and goes.
+// and goes; a replay adds its time bar under it.
 const headerHeight = 2
+
+func (m *Model) headerHeight() int {
+	if m.bar != nil {
+		return headerHeight + 1
+	}
+	return headerHeight
+}
 
 // summary is what the header counts, computed once per refresh.
 type summary struct {
@@ -53,25 +60,39 @@ type headerState struct {
 	shown    int // sandboxes that pass the filter
 	scanErr  error
 	held     bool // a confirmation holds the list still
+	replay   bool // the view is a recorded one
 }
 
 func (s *Styles) header(h headerState, width int) string {
 	sep := s.HeaderFaint.Render("  ")
 	var top []string
 	top = append(top, s.Title.Render("sandtop"))
+	mark := "READ-ONLY"
+	if h.replay {
+		mark = "REPLAY"
+	}
 	if h.readOnly {
 		if s.Plain {
-			top = append(top, "[READ-ONLY]")
+			top = append(top, "["+mark+"]")
 		} else {
-			top = append(top, s.ReadOnly.Render("READ-ONLY"))
+			top = append(top, s.ReadOnly.Render(mark))
 		}
 	}
-	if h.view == nil {
+	when := func() string {
+		if h.replay {
+			return "recorded " + h.view.Time.Local().Format("15:04:05")
+		}
+		return h.view.Time.Format("15:04:05") + " every " + interval(h.interval)
+	}
+	switch {
+	case h.view == nil && h.replay:
+		top = append(top, s.HeaderFaint.Render("reading the recording…"))
+	case h.view == nil:
 		top = append(top, s.HeaderFaint.Render("scanning…"), s.HeaderFaint.Render("every "+interval(h.interval)))
-	} else {
+	default:
 		top = append(top,
 			s.HeaderText.Render(format.Printable(h.view.Host)),
-			s.HeaderFaint.Render(h.view.Time.Format("15:04:05")+" every "+interval(h.interval)),
+			s.HeaderFaint.Render(when()),
 			s.HeaderText.Render(fmt.Sprintf("%s · %d processes in them · %d on host",
 				plural(h.sum.sandboxes, "sandbox", "sandboxes"), h.sum.members, h.sum.procs)))
 		var badges []string

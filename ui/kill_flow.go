@@ -168,7 +168,7 @@ func (m *Model) startBatch(plans []*teardown.Plan) tea.Cmd {
 		if p.Sandbox != nil {
 			delete(m.tags, rowKey{sandbox: p.Key})
 		} else if len(p.Members) > 0 {
-			root := p.Members[len(p.Members)-1].Identity
+			root := p.Root().Identity
 			for k := range m.tags {
 				if k.id == root {
 					delete(m.tags, k)

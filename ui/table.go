@@ -3,6 +3,7 @@ package ui
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -37,6 +38,9 @@ type rowCtx struct {
 	cpu   *cpuSampler
 	users map[int]string
 	tags  map[rowKey]bool
+	// grace is the strategy a teardown would start with (the detail pane
+	// says what one would do).
+	grace time.Duration
 }
 
 // table is the main list. It keeps the flattened rows and draws only the

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,10 +240,12 @@ func TestRulesCommand(t *testing.T) {
 // TestKillCommand covers resolution, confirmation, dry runs, the event
 // stream, exit codes and the audit log, on a real fleet.
 func TestKillCommand(t *testing.T) {
-	const (
-		idA = "aaaa0000000000000000000000000000000000000000000000000000000000a1"
-		idB = "aaaa0000000000000000000000000000000000000000000000000000000000b2"
-	)
+	// The IDs are this run's own: the same test runs at once in other
+	// checkouts, and a sandbox is named by its ID. They share a prefix,
+	// for the ambiguous-prefix case.
+	prefix := fmt.Sprintf("%012x", rand.Uint64()>>16)
+	idA := prefix + strings.Repeat("0", 50) + "a1"
+	idB := prefix + strings.Repeat("0", 50) + "b2"
 	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "a", Runtime: fleet.Containerd, ID: idA},
 		{Name: "b", Runtime: fleet.Containerd, ID: idB},
@@ -263,7 +266,7 @@ func TestKillCommand(t *testing.T) {
 		code         int
 	}{
 		{"unknown ID", `no sandbox ID starts with "ffffdead"`, []string{"kill", "--force", "ffffdead"}, exitUsage},
-		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  k8s.io/" + idA, []string{"kill", "--force", "aaaa"}, exitUsage},
+		{"ambiguous prefix lists the candidates", "ambiguous; candidates:\n  k8s.io/" + idA, []string{"kill", "--force", prefix}, exitUsage},
 		{"empty argument", "empty sandbox ID", []string{"kill", "--force", ""}, exitUsage},
 		{"one bad ID stops them all", "no sandbox ID", []string{"kill", "--force", idA, "ffffdead"}, exitUsage},
 		{"no terminal without --force", "use --force", []string{"kill", idA}, exitUsage},
@@ -283,7 +286,7 @@ func TestKillCommand(t *testing.T) {
 	}
 	t.Run("dry run prints the plan and signals nothing", func(t *testing.T) {
 		code, out, _ := sandtop(t, "kill", "--dry-run", idA[:len(idA)-1]+"1")
-		if code != 0 || !strings.Contains(out, "target:     k8s.io/"+idA) || !strings.Contains(out, "steps:") {
+		if code != 0 || !strings.Contains(out, "target:     sandbox k8s.io/"+idA) || !strings.Contains(out, "steps:") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}
 		stillAlive("a")
@@ -294,7 +297,7 @@ func TestKillCommand(t *testing.T) {
 			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 		}
 		var last teardown.Event
-		steps := map[string]bool{}
+		steps := map[teardown.Step]bool{}
 		sc := bufio.NewScanner(strings.NewReader(out))
 		for sc.Scan() {
 			if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
@@ -305,7 +308,7 @@ func TestKillCommand(t *testing.T) {
 		if last.Step != teardown.StepDone || last.Totals == nil || !last.Totals.OK() {
 			t.Errorf("last event %+v, want a successful done", last)
 		}
-		for _, s := range []string{"plan", "pin", "term", "wait", "verify", "cleanup", "done"} {
+		for _, s := range []teardown.Step{"plan", "pin", "term", "wait", "verify", "cleanup", "done"} {
 			if !steps[s] {
 				t.Errorf("no %s event", s)
 			}

@@ -71,7 +71,10 @@ instead, and the demo says so.`,
 			}()
 			m := f.Manifest()
 			if manifest != "" {
-				b, _ := json.MarshalIndent(m, "", "  ")
+				b, err := json.MarshalIndent(m, "", "  ")
+				if err != nil {
+					return fmt.Errorf("demo: manifest: %w", err)
+				}
 				if err := os.WriteFile(manifest, b, 0o644); err != nil {
 					return fmt.Errorf("demo: %w", err)
 				}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestDemoLeavesNothingBehind runs `sandtop demo` in a real terminal (tmux)
@@ -24,11 +25,9 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sandtop and runs a fleet")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("the demo fleet's cgroups need root")
-	}
+	proctest.RequireRoot(t) // the demo fleet's cgroups
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("needs tmux")
+		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
 	}
 	bin := filepath.Join(t.TempDir(), "sandtop")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

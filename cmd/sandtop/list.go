@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss/table"
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/ui/format"
 	"github.com/sandtop/sandtop/ui/theme"
@@ -17,6 +19,7 @@ import (
 
 type listOpts struct {
 	json, tree, all bool
+	from, at        string
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -29,10 +32,11 @@ prefix, at least 12 characters), runtime, process count, root PID, CPU time,
 resident memory, age and badges (orphan, zombie, paused).`,
 		Example: `  sandtop list
   sandtop list --tree
-  sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'`,
+  sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'
+  sandtop list --from incident.rec --at 03:12 --json   # as of 03:12, from a recording`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := g.view()
+			v, err := o.view(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -48,7 +52,27 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	f.BoolVar(&o.json, "json", false, "print one JSON document (schema in README)")
 	f.BoolVar(&o.tree, "tree", false, "show each sandbox's process tree")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox")
+	f.StringVar(&o.from, "from", "", "read a recording (`sandtop record`) instead of the host")
+	f.StringVar(&o.at, "at", "", "with --from: the moment to list: "+recording.TimeForms)
 	return cmd
+}
+
+// view scans the host, or reads the recording --from names as of --at.
+func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
+	switch {
+	case o.from == "" && o.at != "":
+		return nil, usageErr(errors.New("--at needs --from: a recording to read"))
+	case o.from == "":
+		return g.view()
+	case o.at == "":
+		return nil, usageErr(errors.New("--from needs --at: the moment to list"))
+	}
+	r, rules, err := openRecording(cmd, g, o.from, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return recordedView(r, rules, o.at)
 }
 
 func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // readmeCommands returns the command lines of README.md's ```sh blocks,
@@ -119,9 +121,7 @@ func runGo(t *testing.T, root string, args []string) {
 			t.Errorf("go %v: %v\n%s", args, err, out)
 		}
 	case args[0] == "run" && args[1] == "./cmd/sandsim":
-		if os.Geteuid() != 0 {
-			t.Skip("a fleet with cgroups needs root")
-		}
+		proctest.RequireRoot(t) // a fleet with cgroups
 		// sandsim runs its fleet until its stdin closes: here at once.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -144,7 +144,7 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 		switch a {
 		case "<ID>", "<PID>":
 			if len(*ids) == 0 {
-				t.Skip("needs a fleet (root)")
+				proctest.SkipMissing(t, "needs a fleet (root)")
 			}
 			if a == "<ID>" {
 				args[i] = (*ids)[0]
@@ -157,6 +157,13 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 			expect = append(expect, "sandtop")
 		}
 	}
+	// A recording shown to last hours is made in seconds, long enough for
+	// the README's --at +2s.
+	if len(args) > 0 && args[0] == "record" {
+		if i := slices.Index(args, "--duration"); i >= 0 && i+1 < len(args) {
+			args[i+1] = "3s"
+		}
+	}
 	if len(args) > 0 && args[0] == "serve" {
 		runReadmeServe(t, args[1:])
 		return
@@ -165,7 +172,7 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 	want := 0
 	// Commands that need a terminal must say so; the live screen itself
 	// is tested in ui/ and by TestDemoLeavesNothingBehind.
-	interactive := len(args) == 0 || args[0] == "watch" || args[0] == "demo" ||
+	interactive := len(args) == 0 || args[0] == "watch" || args[0] == "demo" || args[0] == "replay" || args[0] == "--record" ||
 		(args[0] == "kill" && !strings.Contains(strings.Join(args, " "), "--force") && !strings.Contains(strings.Join(args, " "), "--dry-run"))
 	if interactive {
 		want = exitUsage

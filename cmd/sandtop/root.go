@@ -103,7 +103,8 @@ orphan, zombie and paused badges, and tears them down safely.`,
 	pf.StringVar(&g.rulesPath, "rules", "", "rules file (default $XDG_CONFIG_HOME/sandtop/rules.toml, then /etc/sandtop/rules.toml)")
 	pf.BoolVar(&g.noPresets, "no-presets", false, "use only the rules file, not the built-in presets")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "say on stderr what sandtop chose for you (a default rules file it could not read and skipped)")
-	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g), newServeCmd(g), newConfigCmd())
+	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g), newServeCmd(g), newConfigCmd(),
+		newRecordCmd(g), newReplayCmd(g))
 	return root
 }
 

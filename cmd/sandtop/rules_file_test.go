@@ -3,13 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 func TestReadRules(t *testing.T) {
@@ -114,22 +115,13 @@ func TestLoadRulesFileMissing(t *testing.T) {
 // while the same file named by --rules is an error, as is any --rules
 // file nobody may read.
 func TestUnreadableHomeRules(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("changing to another user needs root")
-	}
+	proctest.RequireRoot(t) // to become another user
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
-		t.Skip("no setpriv (util-linux)")
+		proctest.SkipMissing(t, "no setpriv (util-linux)")
 	}
-	// nobody runs a copy of this test binary from a directory it may enter.
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "sandtop.test")
-	copyFile(t, os.Args[0], bin, 0o755)
+	bin := proctest.NobodyBinary(t)
+	dir := filepath.Dir(bin)
 	// HOME is root's: a directory nobody cannot enter, holding rules.
 	home := filepath.Join(dir, "home")
 	rules := filepath.Join(home, ".config", "sandtop", "rules.toml")
@@ -196,24 +188,5 @@ func TestUnreadableHomeRules(t *testing.T) {
 				t.Errorf("no output")
 			}
 		})
-	}
-}
-
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

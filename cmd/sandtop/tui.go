@@ -24,6 +24,7 @@ type tuiOpts struct {
 	grace    time.Duration
 	audit    string
 	all      bool
+	record   string
 }
 
 func (o *tuiOpts) addFlags(cmd *cobra.Command) {
@@ -39,6 +40,7 @@ func (o *tuiOpts) addViewFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.interval, "interval", ui.DefaultInterval, "time between refreshes (+ and - change it live)")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox, as one host group (key a)")
+	f.StringVar(&o.record, "record", "", "record every refresh to this file, as `sandtop record` does (replay it with `sandtop replay`)")
 }
 
 func newWatchCmd(g *globals) *cobra.Command {
@@ -86,7 +88,7 @@ func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui
 	return opts, nil
 }
 
-func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
+func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
 	if o.interval < 100*time.Millisecond {
 		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
 	}
@@ -101,7 +103,12 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
 	if err != nil {
 		return err
 	}
-	sc, err := g.scanner()
+	var sc *proc.Scanner
+	if o.record != "" {
+		sc, err = g.recordScanner()
+	} else {
+		sc, err = g.scanner()
+	}
 	if err != nil {
 		return err
 	}
@@ -111,12 +118,30 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) error {
 	if err != nil {
 		return err
 	}
+	if o.record != "" {
+		rec, err := createRecording(o.record, g, rules, "sandtop (live screen)", o.interval, defaultKeyEvery, 0)
+		if err != nil {
+			return err
+		}
+		src := &recordingSource{Source: opts.Source, rec: rec, path: o.record}
+		opts.Source = src
+		defer func() {
+			if cerr := src.close(cmd.ErrOrStderr()); err == nil {
+				err = cerr
+			}
+		}()
+	}
+	return runScreen(cmd, in, out, opts)
+}
+
+// runScreen runs the screen on the terminal until it quits.
+func runScreen(cmd *cobra.Command, in, out *os.File, opts ui.Options) error {
 	// Ask the terminal for its background before bubbletea owns stdin:
 	// the adaptive colors need the answer, and the query reads stdin.
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
+	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
 	// Teardowns still running were cancelled by the quit; wait until each
 	// has thawed what it froze and written its audit record.
 	m.Shutdown()

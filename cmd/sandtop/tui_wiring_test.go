@@ -111,7 +111,10 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	}
 }
 
-// waitScreenFor waits until the program's output holds every string.
+// waitScreenFor waits until the program's output holds every string. The
+// first scan of a busy host (other tests' fleets, race detector) can take
+// seconds, hence the generous bound: it returns as soon as the screen
+// shows what is asked.
 func waitScreenFor(t *testing.T, tm *teatest.TestModel, want ...string) {
 	t.Helper()
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
@@ -121,7 +124,7 @@ func waitScreenFor(t *testing.T, tm *teatest.TestModel, want ...string) {
 			}
 		}
 		return true
-	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}, teatest.WithDuration(time.Minute), teatest.WithCheckInterval(10*time.Millisecond))
 }
 
 // auditRecords reads an audit log's records.

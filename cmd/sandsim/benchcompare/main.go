@@ -1,5 +1,5 @@
-// Command benchcompare runs the whole-process comparisons of issue 6 on one
-// sandsim fleet and prints a table of figures and ratios:
+// Command benchcompare runs sandtop's whole-process comparisons with public
+// tools on one sandsim fleet and prints a table of figures and ratios:
 //
 //   - the floor in C (readdir of /proc plus open/read/close of every stat,
 //     with cmdline and cgroup added, and with every file a sandtop cold scan

@@ -33,7 +33,7 @@ func (r *report) note(format string, args ...any) {
 }
 
 // write prints the table: each figure, then its ratios against the
-// references issue 6 sets, with the target beside each.
+// references (the C floor, ps, htop), with sandtop's target beside each.
 func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "sandtop bench-compare: %d processes (bulk fleet, %d sandboxes)\n", r.procs, r.sandboxes)
 	fmt.Fprintf(w, "machine: %s\n\n", r.machine)
@@ -71,7 +71,7 @@ func (r *report) write(w io.Writer) {
 	}
 	tw.Flush()
 	if r.procs < 9000 {
-		fmt.Fprintf(w, "\nThe targets are issue 6's for 10,000 processes; at %d fixed costs weigh more.\n", r.procs)
+		fmt.Fprintf(w, "\nThe targets are set for 10,000 processes; at %d fixed costs weigh more.\n", r.procs)
 	}
 	if r.window > 0 {
 		fmt.Fprintf(w, "\nCPU per refresh: utime+stime over %s divided by %.0f refreshes (both refresh every second).\n", r.window, r.window.Seconds())

@@ -42,13 +42,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // DefaultProcs are the fleet sizes when BENCH_PROCS is not set.
 var DefaultProcs = []int{1000, 10000}
 
 // startTimeout bounds a fleet start; 10,000 processes take about 15 s on
-// the 2-core machines of issue 6.
+// a 2-core machine.
 const startTimeout = 3 * time.Minute
 
 var shared struct {
@@ -90,7 +91,7 @@ func Start(tb testing.TB, n int) *fleet.Fleet {
 		tb.Skip("-short: skipping a benchmark that starts a fleet of real processes")
 	}
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root: the benchmark fleet puts its sandboxes in cgroups")
+		proctest.SkipMissing(tb, "needs root: the benchmark fleet puts its sandboxes in cgroups")
 	}
 	shared.mu.Lock()
 	defer shared.mu.Unlock()

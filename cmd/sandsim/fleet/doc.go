@@ -38,6 +38,17 @@
 // that called Start, which Start makes a child subreaper for that reason;
 // Close reaps them.
 //
+// # Why it kills and reads on its own
+//
+// The fleet is the ground truth sandtop's teardown and scanner are judged
+// against, so it does not use them: pidfd.go, cgroup.go and procfs.go do
+// again, plainly, what teardown and proc do (pin by pidfd and start time,
+// cgroup.kill and freeze, read stat and cgroup through prometheus/procfs).
+// Were Close and the leak check built on teardown and proc, a bug there
+// (a wrong start time, a cgroup path read wrong, a process taken for gone)
+// would make the same mistake on both sides and hide itself. Only the
+// plain proc.Identity type is shared.
+//
 // # Tests
 //
 // A package whose tests start fleets needs this TestMain:

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestManifestMatchesProc starts each scenario and checks, through /proc,
@@ -81,8 +83,19 @@ func TestOwnerKilledAbruptly(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Let the lifeline do its part before Close, so that the test covers
-	// zombies re-parented to this process, not just live nodes.
-	time.Sleep(200 * time.Millisecond)
+	// zombies re-parented to this process, not just live nodes: wait until
+	// the orphan sandbox's nodes, which watch the lifeline, have exited.
+	lifelineDone := func() bool {
+		for _, p := range sandbox(t, &m, "orphan").Processes {
+			if st, ok, _ := lookup(p.Identity); ok && st.State != "Z" {
+				return false
+			}
+		}
+		return true
+	}
+	if !proctest.Eventually(10*time.Second, lifelineDone) {
+		t.Errorf("the orphan sandbox's nodes outlived their lifeline by 10s")
+	}
 	// A frozen (or, without cgroups, stopped) member cannot read its
 	// lifeline: only Close can end it.
 	paused := sandbox(t, &m, "v2").Root()
@@ -138,7 +151,7 @@ func TestCommands(t *testing.T) {
 	t.Run("freeze and thaw", func(t *testing.T) {
 		s := sandbox(t, &m, "web")
 		if s.CgroupDir == "" {
-			t.Skip("no cgroup: " + strings.Join(s.Notes, "; "))
+			proctest.SkipMissing(t, "no cgroup: %s", strings.Join(s.Notes, "; "))
 		}
 		if err := f.Freeze("web"); err != nil {
 			t.Fatal(err)
@@ -162,7 +175,7 @@ func TestCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range s.Processes {
-			if !eventually(2*time.Second, func() bool { return mustStat(t, p.PID).State != "T" }) {
+			if !proctest.Eventually(2*time.Second, func() bool { return mustStat(t, p.PID).State != "T" }) {
 				t.Errorf("%s still stopped", p.Role)
 			}
 		}

@@ -178,15 +178,3 @@ func sandbox(t *testing.T, m *Manifest, name string) *Sandbox {
 	}
 	return s
 }
-
-// eventually polls cond until it holds or the timeout passes.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}

@@ -27,7 +27,9 @@ type pinned struct {
 // (pidfd_open(2), "use case: avoid pid reuse races").
 func pin(id proc.Identity) (*pinned, error) {
 	fd, err := unix.PidfdOpen(id.PID, 0)
-	if errors.Is(err, unix.ESRCH) {
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+		// Gone: ENOENT is what kernels with pidfs can answer for a
+		// process already reaped (seen on 6.18).
 		return nil, errNotThere
 	}
 	if err != nil {

@@ -57,8 +57,9 @@ func Demo() Spec {
 	}
 }
 
-// Seeds has one sandbox per case of the seed pull requests
-// (/work/shared/seeds/README.md).
+// Seeds has one sandbox per case of the bug reports sandtop was first
+// built against: each shape that once fooled a teardown (numbered as in
+// the comments below), kept so every later change meets them again.
 func Seeds() Spec {
 	return Spec{
 		Scenario: "seeds",

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestDemoShapes checks the process shapes each runtime and behaviour must
@@ -20,7 +22,7 @@ func TestDemoShapes(t *testing.T) {
 	cgroupOf := func(t *testing.T, p Process) string { return procCgroup(t, p.PID).Unified }
 	needRoot := func(t *testing.T) {
 		if !m.Rootful || m.Cgroup == "" {
-			t.Skip("needs root and a writable cgroup v2 hierarchy")
+			proctest.SkipMissing(t, "needs root and a writable cgroup v2 hierarchy")
 		}
 	}
 	checks := []struct {
@@ -220,7 +222,7 @@ func TestDemoShapes(t *testing.T) {
 			s := sandbox(t, &m, "docker-forker")
 			app := role(t, s, "app")
 			seen := map[int]bool{}
-			eventually(2*time.Second, func() bool {
+			proctest.Eventually(2*time.Second, func() bool {
 				kids, _ := children(app.PID)
 				for _, k := range kids {
 					seen[k] = true

@@ -7,8 +7,8 @@ import (
 )
 
 // Runtime names a sandbox runtime whose host-side process shape sandsim
-// imitates. The shapes are documented in /work/shared/RUNTIMES.md and in the
-// builder of each runtime (runtime_*.go).
+// imitates: the process trees, cgroups and sockets the real runtime leaves
+// on a host, as the builder of each runtime (runtime_*.go) describes them.
 type Runtime string
 
 // The simulated runtimes.

@@ -11,6 +11,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // Start starts a fleet and closes it when the test ends; Close fails the
@@ -20,7 +21,7 @@ import (
 func Start(t testing.TB, spec fleet.Spec) *fleet.Fleet {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: sandsim fleets make cgroups")
+		proctest.SkipMissing(t, "needs root: sandsim fleets make cgroups")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

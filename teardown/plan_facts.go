@@ -1,0 +1,163 @@
+package teardown
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Facts are what a teardown will do, in the words an operator confirms:
+// the one source for the CLI's plan (kill --dry-run and its prompt), the
+// live screen's confirmation and its detail pane. Each renders these
+// values; none words them again.
+type Facts struct {
+	// Title names the target as a question names it: "sandbox ID", or
+	// "pid N and its descendants".
+	Title   string
+	Runtime string
+	// Root is the root process: "pid N comm".
+	Root string
+	// Processes counts the target's processes; Zombies those of them that
+	// have already exited.
+	Processes, Zombies int
+	// Cgroup is the dedicated cgroup and how it is used, or "none
+	// dedicated", why, and what is done instead.
+	Cgroup string
+	// State is the target's paused state and what the teardown does about
+	// it; "" when it is running.
+	State string
+	// Supervisor is who owns the target, or that nobody does.
+	Supervisor string
+	// Cleanup says what is removed after the kill, and CleanupPaths lists
+	// the paths.
+	Cleanup      string
+	CleanupPaths []string
+	// Reconcile is the runtime's own command that makes it notice the
+	// kill, and when it runs; "" when the runtime notices by itself.
+	Reconcile string
+	// Strategy is how the processes are stopped.
+	Strategy string
+	// Steps are the steps that will run, in order.
+	Steps []Step
+}
+
+// Root is the plan's root process: the last member (members are leaf
+// first).
+func (p *Plan) Root() Member {
+	if len(p.Members) == 0 {
+		return Member{}
+	}
+	return p.Members[len(p.Members)-1]
+}
+
+// Facts returns what the plan will do (see Facts).
+func (p *Plan) Facts() Facts {
+	f := Facts{
+		Title:      p.Target,
+		Runtime:    p.Runtime,
+		Root:       fmt.Sprintf("pid %d", p.RootPID),
+		Processes:  len(p.Members),
+		Supervisor: strings.TrimPrefix(p.SupervisorNote, "supervisor "),
+		Strategy:   p.Strategy(),
+		Steps:      p.Steps(),
+	}
+	if p.Sandbox != nil {
+		f.Title = "sandbox " + p.Target
+	} else {
+		f.Title = p.Target + " and its descendants"
+	}
+	root := p.Root()
+	if root.Comm != "" {
+		f.Root += " " + root.Comm
+	}
+	for _, m := range p.Members {
+		if m.Zombie {
+			f.Zombies++
+		}
+	}
+	switch {
+	case p.Cgroup != "" && p.Freezer != "":
+		f.Cgroup = p.Cgroup + " (dedicated: cgroup.kill); v1 freezer " + p.Freezer + " (dedicated: thawed after the kill)"
+	case p.Cgroup != "":
+		f.Cgroup = p.Cgroup + " (dedicated: cgroup.kill)"
+	case p.Freezer != "":
+		f.Cgroup = "v1 freezer " + p.Freezer + " (dedicated: freeze, kill, thaw)"
+	case p.Sandbox == nil:
+		f.Cgroup = "none: a process subtree owns no cgroup; SIGSTOP the tree, then SIGKILL each process"
+	case root.Cgroup != "":
+		f.Cgroup = "none dedicated (" + root.Cgroup + " is shared): SIGSTOP the tree, then SIGKILL each process"
+	default:
+		f.Cgroup = "none dedicated: SIGSTOP the tree, then SIGKILL each process"
+	}
+	if p.Frozen {
+		f.State = "paused (frozen)"
+		if p.Grace > 0 {
+			f.State += ": thawed first, so SIGTERM can be handled"
+		}
+	}
+	if len(p.Reconcile) > 0 {
+		f.Reconcile = ShellQuote(p.Reconcile) + " (" + p.Runtime + " does not notice by itself; printed after the kill, run by kill --reconcile)"
+	}
+	switch {
+	case p.Supervised:
+		f.Cleanup = "left to the supervisor"
+	case len(p.Cleanup) > 0:
+		f.Cleanup = "orphan: then removes " + strings.Join(p.Cleanup, ", ")
+		f.CleanupPaths = p.Cleanup
+	default:
+		f.Cleanup = "nothing to remove"
+	}
+	return f
+}
+
+// StepsText is the steps joined by arrows: "pin → term → …".
+func (f Facts) StepsText() string {
+	s := make([]string, len(f.Steps))
+	for i, st := range f.Steps {
+		s[i] = string(st)
+	}
+	return strings.Join(s, " → ")
+}
+
+// ProcessesText is the processes line: "12 processes (1 zombie)".
+func (f Facts) ProcessesText() string {
+	s := plural(f.Processes, "process", "processes")
+	if f.Zombies > 0 {
+		s += " (" + plural(f.Zombies, "zombie", "zombies") + ")"
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Write prints the plan for a person: what --dry-run shows and what the
+// confirmation asks about.
+func (p *Plan) Write(w io.Writer) {
+	f := p.Facts()
+	line := func(k, v string) { fmt.Fprintf(w, "%-11s %s\n", k+":", v) }
+	line("target", fmt.Sprintf("%s (%s), root %s, %s", f.Title, f.Runtime, f.Root, f.ProcessesText()))
+	line("cgroup", f.Cgroup)
+	if f.State != "" {
+		line("state", f.State)
+	}
+	line("supervisor", f.Supervisor)
+	line("cleanup", f.Cleanup)
+	if f.Reconcile != "" {
+		line("reconcile", f.Reconcile)
+	}
+	line("strategy", f.Strategy)
+	line("steps", f.StepsText())
+	fmt.Fprintf(w, "processes (leaf first):\n")
+	for _, m := range p.Members {
+		z := ""
+		if m.Zombie {
+			z = " (zombie)"
+		}
+		fmt.Fprintf(w, "  %s%d %s%s\n", strings.Repeat("  ", m.Depth), m.PID, m.Comm, z)
+	}
+}
