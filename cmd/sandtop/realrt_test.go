@@ -90,6 +90,9 @@ func TestRealRuntimes(t *testing.T) {
 		{"containerd", (*rt).containerd},
 		{"podman", (*rt).podman},
 		{"runc", (*rt).runc},
+		{"bwrap", (*rt).bwrap},
+		{"qemu", (*rt).qemu},
+		{"nspawn", (*rt).nspawn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &rt{t: t, tag: "srt" + randHex(4)}
