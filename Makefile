@@ -108,14 +108,15 @@ clean:
 # reuse, churn, permissions, resource and read-only tests (`make test` runs
 # them bounded), then every /proc and rules parser fuzzed for FUZZTIME. The
 # figures land in $(TORTURE_LOG) on the "TORTURE" lines. Knobs: TORTURE_N,
-# TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_SEED. One package at
+# TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_REAP (reaper passes over
+# fleets with bouncing supervisors), TORTURE_SEED. One package at
 # a time (-p 1): the churn test needs both cores to fork 1,000 a second.
 FUZZTIME    ?= 20s
 TORTURE_LOG ?= torture.log
 PROC_FUZZ   := FuzzParseStat FuzzParseCmdline FuzzParseStatusIDs FuzzParseCgroupPaths FuzzParseCgroupEvents \
 	FuzzParseFreezerState FuzzParseCgroupProcs FuzzParseChildren FuzzFindMounts FuzzParseUnixListeners
 torture: test-deps
-	$(GO) test -p 1 -tags torture -count=1 -timeout 90m -v -run 'Torture' ./teardown/ ./cmd/sandtop/ >$(TORTURE_LOG) 2>&1; \
+	$(GO) test -p 1 -tags torture -count=1 -timeout 90m -v -run 'Torture' ./teardown/ ./cmd/sandtop/ ./cmd/sandtop/reap/ >$(TORTURE_LOG) 2>&1; \
 	status=$$?; grep -h 'TORTURE \|^--- FAIL\|^FAIL' $(TORTURE_LOG); exit $$status
 	for f in $(PROC_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./proc/ || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRules$$' -fuzztime $(FUZZTIME) ./model/

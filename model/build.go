@@ -195,6 +195,11 @@ type matchedProc struct {
 // of the same host: a process that was in a sandbox there stays in it while
 // its identity lives (sticky attribution).
 func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
+	if prev != nil && prev.base != nil {
+		// Leftover sandboxes have no members: the view they were added
+		// to is the one to compare with.
+		prev = prev.base
+	}
 	if v := b.reuse(snap, prev); v != nil {
 		return v
 	}

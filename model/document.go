@@ -51,6 +51,19 @@ type SandboxJSON struct {
 	// when the runtime notices by itself).
 	Reconcile []string      `json:"reconcile"`
 	Processes []ProcessJSON `json:"processes"`
+	// Leftovers lists what a sandbox with no process left still holds.
+	Leftovers []LeftoverJSON `json:"leftovers,omitempty"`
+}
+
+// LeftoverJSON is one leftover in a Document.
+type LeftoverJSON struct {
+	Kind       string  `json:"kind"`
+	Path       string  `json:"path"`
+	AgeSeconds float64 `json:"age_seconds"`
+	// Why says what makes it the sandbox's; Keep, when set, why it is
+	// reported and not removed.
+	Why  string `json:"why"`
+	Keep string `json:"keep,omitempty"`
 }
 
 // ProcessJSON is one process in a Document.
@@ -99,7 +112,6 @@ func (v *View) Document(all bool) Document {
 			Name:              sb.Name(),
 			Key:               sb.Key(),
 			CgroupOnly:        sb.CgroupOnly,
-			RootPID:           sb.Root.PID,
 			Supervisor:        sb.SupervisorNote,
 			Cgroup:            sb.Cgroup,
 			Freezer:           sb.Freezer,
@@ -112,8 +124,17 @@ func (v *View) Document(all bool) Document {
 			Reconcile:         append([]string{}, sb.Reconcile...),
 			Processes:         make([]ProcessJSON, 0, len(sb.Members)),
 		}
+		if sb.Root != nil {
+			s.RootPID = sb.Root.PID
+		}
 		if sb.Supervisor != nil {
 			s.SupervisorPID = sb.Supervisor.PID
+		}
+		for _, l := range sb.Leftovers {
+			s.Leftovers = append(s.Leftovers, LeftoverJSON{
+				Kind: string(l.Kind), Path: l.Path, Why: l.Why, Keep: l.Keep,
+				AgeSeconds: l.Age(v.Time).Truncate(time.Second).Seconds(),
+			})
 		}
 		for _, m := range sb.Members {
 			pj := v.processJSON(m.Process)

@@ -50,6 +50,10 @@ type Rule struct {
 	// Cleanup paths are removed after an orphan is killed. "{id}" and any
 	// other named capture group ("{base}") are substituted.
 	Cleanup []string
+	// Leftovers are extra templates, beyond Cleanup, of paths a dead
+	// sandbox of this runtime may leave behind; their placeholders other
+	// than {id} are given explicitly (a glob root: "/var/lib/vm0/workspaces/{id}").
+	Leftovers []string
 	// Reconcile is the runtime's own command that makes it notice a
 	// sandbox killed behind its back (podman rm -f {id}), as argv
 	// templates with the captures substituted like Cleanup. The done step

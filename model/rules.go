@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -59,7 +60,7 @@ func (e *RuleError) Unwrap() error { return e.Err }
 // ruleKeys are the keys a [[rule]] table may hold, in the order WriteTOML
 // writes them.
 var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "cwd",
-	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "supervisor", "cleanup", "reconcile"}
+	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "supervisor", "cleanup", "leftovers", "reconcile"}
 
 // ParseRules parses a rules file of [[rule]] tables. It reports every
 // problem it finds, each as a *RuleError on its own line naming the file,
@@ -185,6 +186,8 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 			r.Reconcile = strs(raw, key, fail)
 		case "cleanup":
 			r.Cleanup = strs(raw, key, fail)
+		case "leftovers":
+			r.Leftovers = strs(raw, key, fail)
 		case "supervisor":
 			r.Supervisor = p.supervisor(raw[key], fail)
 		default:
@@ -361,6 +364,11 @@ func (r *Rule) problems() []problem {
 			}
 		}
 	}
+	for _, t := range r.Leftovers {
+		if err := leftoverTemplateProblem(t); err != nil {
+			add("leftovers", "template %q: %v", t, err)
+		}
+	}
 	for i, t := range r.Reconcile {
 		names, err := placeholders(t)
 		if err != nil {
@@ -381,6 +389,35 @@ func (r *Rule) problems() []problem {
 		add("", "no key yields an ID: add a (?P<id>...) group to exe, comm, argv, cgroup or cwd, or set flag")
 	}
 	return out
+}
+
+// leftoverTemplateProblem says what is wrong with an explicit leftovers
+// template: it must be an absolute, clean path with {id} as one whole
+// component, no other placeholder, and a literal directory above {id}
+// other than "/" (sandtop never globs the root directory).
+func leftoverTemplateProblem(t string) error {
+	names, err := placeholders(t)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n != "id" {
+			return fmt.Errorf("{%s}: a leftovers template names its directories explicitly; only {id} is filled in", n)
+		}
+	}
+	parts := strings.Split(t, "/")
+	i := slices.Index(parts, "{id}")
+	switch {
+	case !strings.HasPrefix(t, "/") || path.Clean(t) != t:
+		return errors.New("must be an absolute, clean path")
+	case len(names) != 1 || i < 0:
+		return errors.New("must hold {id} exactly once, as a whole path component")
+	case i < 2:
+		return errors.New("{id} right under / would list the root directory")
+	case strings.ContainsAny(strings.Join(parts[:i], "/"), "*?[\\"):
+		return errors.New("the directories above {id} must be literal")
+	}
+	return nil
 }
 
 func isFlagName(f string) bool {

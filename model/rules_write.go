@@ -24,6 +24,7 @@ type ruleTOML struct {
 	IDTransform        string          `toml:"id_transform,omitempty"`
 	ProcessGroup       bool            `toml:"process_group,omitempty"`
 	Cleanup            []string        `toml:"cleanup,omitempty"`
+	Leftovers          []string        `toml:"leftovers,omitempty"`
 	Reconcile          []string        `toml:"reconcile,omitempty"`
 	Supervisor         *supervisorTOML `toml:"supervisor,omitempty"`
 }
@@ -56,6 +57,7 @@ func (r *Rule) toTOML() ruleTOML {
 		IDTransform:        string(r.IDTransform),
 		ProcessGroup:       r.ProcessGroup,
 		Cleanup:            r.Cleanup,
+		Leftovers:          r.Leftovers,
 		Reconcile:          r.Reconcile,
 	}
 	if !r.Supervisor.IsZero() {

@@ -14,11 +14,14 @@ const (
 	BadgeOrphan Badge = "orphan"
 	BadgeZombie Badge = "zombie"
 	BadgePaused Badge = "paused"
+	// BadgeLeftover marks a sandbox with no process left that still holds
+	// directories, sockets or cgroups (see Leftovers).
+	BadgeLeftover Badge = "leftover"
 )
 
 // Badges lists every badge, in display order: the header counts them, the
 // filter language accepts them, and nothing else keeps a copy. Read-only.
-var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused}
+var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused, BadgeLeftover}
 
 // Via says why a process is in a sandbox (attribution rules 1–4).
 type Via uint8
@@ -65,6 +68,9 @@ type View struct {
 	// Builder.reuse).
 	byID     map[string]int32
 	byMember map[proc.Identity]int32
+	// base is the view Leftovers.Apply added leftover sandboxes to: what
+	// the Builder built, and what it compares the next snapshot with.
+	base *View
 }
 
 // Sandbox is one sandbox: a set of processes that share an identity, which
@@ -86,7 +92,8 @@ type Sandbox struct {
 	MatchedBy string
 	// Vars are the named captures of the first match ("id", "base", …).
 	Vars map[string]string
-	// Root is the oldest member whose parent is not a member.
+	// Root is the oldest member whose parent is not a member; nil for a
+	// sandbox with no process left (only Leftovers).
 	Root *Member
 	// Members in tree pre-order: the root's tree first (children by pid),
 	// then any other top-level member (an escaped process) by pid.
@@ -131,6 +138,9 @@ type Sandbox struct {
 	// makes it notice the sandbox was killed behind its back (podman rm
 	// --force <id>); nil when the runtime notices by itself.
 	Reconcile []string
+	// Leftovers is what a sandbox with no process left still holds (no
+	// Members, no Root, badge leftover); see Leftovers.Apply.
+	Leftovers []Leftover
 
 	// idx is the sandbox's position in View.Sandboxes. supOrphan is the
 	// supervisor's verdict alone (Orphan also counts escaped members), and
@@ -233,4 +243,20 @@ func (s *Sandbox) HasBadge(b Badge) bool {
 		}
 	}
 	return false
+}
+
+// Age is how old the sandbox is at the view's time: since its root
+// started, or for a sandbox with no process left, since its youngest
+// leftover last changed.
+func (v *View) Age(sb *Sandbox) time.Duration {
+	if sb.Root != nil {
+		return v.Time.Sub(v.Snapshot.StartTime(sb.Root.Process))
+	}
+	var age time.Duration
+	for i, l := range sb.Leftovers {
+		if a := l.Age(v.Time); i == 0 || a < age {
+			age = a
+		}
+	}
+	return age
 }

@@ -31,7 +31,12 @@ type AuditRecord struct {
 	Strategy  string         `json:"strategy"`
 	Members   []AuditProcess `json:"members"`
 	Cleanup   []string       `json:"cleanup,omitempty"`
-	Totals    Totals         `json:"totals"`
+	// Leftovers are the paths of a sandbox with no process left that the
+	// teardown was to remove.
+	Leftovers []string `json:"leftovers,omitempty"`
+	// Reason is why an automatic teardown (the reaper) chose the target.
+	Reason string `json:"reason,omitempty"`
+	Totals Totals `json:"totals"`
 }
 
 // AuditProcess names a planned process by identity.
@@ -48,6 +53,7 @@ func NewAuditRecord(via string, p *Plan, t Totals) AuditRecord {
 		Target: p.Target, Runtime: p.Runtime, RootPID: p.RootPID, Cgroup: p.Cgroup,
 		Strategy: p.Strategy(), Cleanup: p.Cleanup, Totals: t,
 	}
+	rec.Leftovers = removedPaths(p.Leftovers)
 	if p.Sandbox != nil {
 		rec.Key, rec.ID, rec.Namespace = p.Key, p.Sandbox.ID, p.Sandbox.Namespace
 	}

@@ -165,6 +165,22 @@ func RemoveTree(ctx context.Context, dir string) error {
 		}
 		return fmt.Errorf("remove cgroup: %w", err)
 	}
+	dirs, err := cgroupDirs(dir)
+	if err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", dir, err)
+	}
+	// WalkDir visits parents before children, so the reverse order is
+	// deepest first.
+	for _, d := range slices.Backward(dirs) {
+		if err := rmdirBusy(ctx, d); err != nil {
+			return fmt.Errorf("remove cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+// cgroupDirs lists dir and every directory below it, parents first.
+func cgroupDirs(dir string) ([]string, error) {
 	var dirs []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -178,17 +194,7 @@ func RemoveTree(ctx context.Context, dir string) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("remove cgroup %s: %w", dir, err)
-	}
-	// WalkDir visits parents before children, so the reverse order is
-	// deepest first.
-	for _, d := range slices.Backward(dirs) {
-		if err := rmdirBusy(ctx, d); err != nil {
-			return fmt.Errorf("remove cgroup: %w", err)
-		}
-	}
-	return nil
+	return dirs, err
 }
 
 // rmdirBusy removes one empty cgroup directory, retrying EBUSY until ctx ends.

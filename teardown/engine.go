@@ -112,6 +112,9 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		denied:    map[proc.Identity]bool{},
 	}
 	defer r.close()
+	if p.LeftoverOnly() {
+		return r.leftovers(ctx)
+	}
 	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%d processes; %s; %s", len(p.Members), r.cgroupWord(), p.Strategy())})
 
 	r.pinMembers()
@@ -146,6 +149,17 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		done.Detail += "; " + p.Runtime + " still counts it as running until told: run " + ShellQuote(p.Reconcile)
 	}
 	r.event(done)
+	return t
+}
+
+// finish emits the done event of a teardown that signalled nothing.
+func (r *run) finish(detail string) Totals {
+	t := Totals{Failed: r.failed, Elapsed: r.e.now().Sub(r.start)}
+	status := OK
+	if !t.OK() {
+		status = Fail
+	}
+	r.event(Event{Step: StepDone, Status: status, Detail: fmt.Sprintf("%s in %s", detail, t.Elapsed.Round(time.Millisecond)), Totals: &t})
 	return t
 }
 

@@ -315,19 +315,21 @@ func SystemdManaged(path string) bool {
 	return false
 }
 
-func (r *run) removePath(path string) {
+// removePath removes one cleanup path and reports whether it is gone.
+func (r *run) removePath(path string) bool {
 	if !model.SafeCleanupPath(path, r.p.Sandbox.ID) {
 		r.event(Event{Step: StepCleanup, Status: Fail, Detail: "refused to remove " + path + ": a cleanup path must be absolute, clean, and name the sandbox ID"})
-		return
+		return false
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		r.event(Event{Step: StepCleanup, Status: OK, Detail: path + " already gone"})
-		return
+		return true
 	}
 	if err := os.RemoveAll(path); err != nil {
 		errno, human := Describe(err)
 		r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: path + ": " + human})
-		return
+		return false
 	}
 	r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed " + path})
+	return true
 }

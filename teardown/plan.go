@@ -53,6 +53,10 @@ type Plan struct {
 	// kill (from the sandbox's rule, never from a process's argv): the
 	// done step prints it, and RunReconcile runs it.
 	Reconcile []string
+	// Leftovers is what a sandbox with no process left still holds: the
+	// plan of such a sandbox signals nothing and removes these (the ones
+	// with a Keep reason are reported, not removed).
+	Leftovers []model.Leftover
 	// Grace is the graceful phase's wait; 0 means SIGKILL at once.
 	Grace time.Duration
 	// Deadline bounds the verify loop.
@@ -102,7 +106,6 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		Key:            sb.Key(),
 		Runtime:        sb.Runtime,
 		Sandbox:        sb,
-		RootPID:        sb.Root.PID,
 		Cgroup:         sb.Cgroup,
 		Freezer:        sb.Freezer,
 		Frozen:         sb.Frozen,
@@ -111,6 +114,16 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		View:           v,
 	}
 	p.setOptions(o)
+	if sb.Root != nil {
+		p.RootPID = sb.Root.PID
+	}
+	if len(sb.Members) == 0 {
+		if len(sb.Leftovers) == 0 {
+			return nil, fmt.Errorf("sandbox %s: no process and nothing left over", sb.ID)
+		}
+		p.Leftovers = slices.Clone(sb.Leftovers)
+		return p, nil
+	}
 	if sb.Cgroup != "" {
 		p.CgroupDir = v.Snapshot.Mounts.V2Dir(sb.Cgroup)
 		p.FrozenV2 = v.Snapshot.Cgroups[sb.Cgroup].Frozen
@@ -210,14 +223,24 @@ func refuseAll(v *model.View, ms []*model.Member, protected map[int]bool) error 
 
 // Strategy describes how the processes will be stopped.
 func (p *Plan) Strategy() string {
+	if p.LeftoverOnly() {
+		return "no signal: no process is left"
+	}
 	if p.Grace == 0 {
 		return "immediate SIGKILL"
 	}
 	return fmt.Sprintf("graceful: SIGTERM, %s grace, then SIGKILL", p.Grace)
 }
 
+// LeftoverOnly reports whether the plan is of a sandbox with no process
+// left: it signals nothing and removes what the sandbox left behind.
+func (p *Plan) LeftoverOnly() bool { return len(p.Members) == 0 && len(p.Leftovers) > 0 }
+
 // Steps lists, in order, the steps the engine will run for this plan.
 func (p *Plan) Steps() []Step {
+	if p.LeftoverOnly() {
+		return []Step{StepVerify, StepCleanup, StepDone}
+	}
 	steps := []Step{StepPin}
 	if p.Grace > 0 {
 		if p.Frozen {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/sandtop/sandtop/proc"
 )
 
 // Facts are what a teardown will do, in the words an operator confirms:
@@ -66,6 +68,9 @@ func (p *Plan) Facts() Facts {
 	} else {
 		f.Title = p.Target + " and its descendants"
 	}
+	if p.LeftoverOnly() {
+		return p.leftoverFacts(f)
+	}
 	root := p.Root()
 	if root.Comm != "" {
 		f.Root += " " + root.Comm
@@ -107,6 +112,37 @@ func (p *Plan) Facts() Facts {
 	default:
 		f.Cleanup = "nothing to remove"
 	}
+	return f
+}
+
+// leftoverFacts are the facts of a sandbox with no process left: nothing
+// is signalled, and its leftovers are removed or kept.
+func (p *Plan) leftoverFacts(f Facts) Facts {
+	f.Root = "none: no process left"
+	var cgroups, rm, keep []string
+	for _, l := range p.Leftovers {
+		if l.Kind == proc.KindCgroup {
+			cgroups = append(cgroups, l.Path)
+		}
+		if l.Removable() {
+			rm = append(rm, l.Path)
+		} else {
+			keep = append(keep, l.Path+" ("+l.Keep+")")
+		}
+	}
+	f.Cgroup = "none dedicated"
+	if len(cgroups) > 0 {
+		f.Cgroup = "leftover " + strings.Join(cgroups, ", ") + " (removed only when empty)"
+	}
+	switch {
+	case len(rm) > 0 && len(keep) > 0:
+		f.Cleanup = "leftovers: removes " + strings.Join(rm, ", ") + "; keeps " + strings.Join(keep, ", ")
+	case len(rm) > 0:
+		f.Cleanup = "leftovers: removes " + strings.Join(rm, ", ")
+	default:
+		f.Cleanup = "leftovers: keeps " + strings.Join(keep, ", ")
+	}
+	f.CleanupPaths = rm
 	return f
 }
 

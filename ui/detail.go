@@ -99,6 +99,10 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		add("namespace", sb.Namespace)
 	}
 	add("rule", rule)
+	if sb.Root == nil {
+		d.leftovers(sb, c, add)
+		return "sandbox " + sb.ID, l
+	}
 	root := sb.Root.Process
 	rootText := fmt.Sprintf("pid %d %s, started %s (%s ago)", root.PID, format.Command(root.Argv, root.Comm),
 		snap.StartTime(root).Format(timeLayout), format.Age(c.view.Time.Sub(snap.StartTime(root))))
@@ -148,6 +152,20 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		add("captures", strings.Join(keys, " "))
 	}
 	return "sandbox " + sb.Name(), l
+}
+
+// leftovers describes a sandbox with no process left: each thing it left
+// behind, why it is the sandbox's, and whether a kill removes it.
+func (d detail) leftovers(sb *model.Sandbox, c *rowCtx, add func(k, v string)) {
+	add("processes", "none left")
+	add("supervisor", supervisorText(sb.SupervisorNote))
+	for _, lo := range sb.Leftovers {
+		what := "a kill removes it"
+		if !lo.Removable() {
+			what = "kept: " + lo.Keep
+		}
+		add("leftover", fmt.Sprintf("%s %s, unchanged for %s; %s; %s", lo.Kind, lo.Path, format.Age(lo.Age(c.view.Time)), lo.Why, what))
+	}
 }
 
 // supervisorText is a supervisor note shown under the "supervisor" key:

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
 )
 
 // TestViewGolden pins the main screens, drawn with no color on a fixed
@@ -59,6 +60,10 @@ func TestViewGolden(t *testing.T) {
 		{name: "read_only", w: 120, h: 20, readOnly: true, steps: press("K"), want: []string{"[READ-ONLY]", "read-only mode: killing is disabled"}},
 		{name: "empty", w: 100, h: 20, views: []*model.View{model.Build(snapshot(0, pr(500, 1, time.Hour, "/usr/sbin/sshd -D")), testRules, nil)},
 			want: []string{"no sandboxes on testhost", "sandtop demo"}},
+		{name: "detail_leftover", w: 120, h: 30, views: leftoverViews(), steps: func(t *testing.T, m *Model) {
+			cursorTo(t, m, rowKey{sandbox: "vm0:dead-run-1"})
+			settle(m, keys("enter")...)
+		}, want: []string{"[leftover]", "none left", "dir /run/vm0/sock/dead-run-1", "kept: supervisor /usr/local/bin/runner"}},
 		{name: "full_help", w: 120, h: 24, steps: press("?"), want: []string{"expand/collapse all", "fewer keys"}},
 		{name: "narrow", w: 80, h: 24, steps: press("e"), want: []string{"BADGES/COMMAND"}},
 		{name: "too_small", w: 50, h: 10, want: []string{"terminal too small: 50×10"}},
@@ -111,4 +116,18 @@ func press(k ...string) func(*testing.T, *Model) {
 // memberKey is the row key of a sandbox member in the current view.
 func memberKey(m *Model, sandbox string, pid int) rowKey {
 	return rowKey{sandbox: sk(sandbox), id: m.view.Snapshot.ByPID[pid].ID()}
+}
+
+// leftoverViews is the fixture fleet with the directories a vm0 run left
+// when its Firecracker was SIGKILLed by hand (its runner alive: kept) and
+// those of a run that no runner owns.
+func leftoverViews() []*model.View {
+	vs := fleetViews(2)
+	f := model.NewLeftovers(testRules)
+	v := vs[1]
+	found := model.Found{Globs: f.Globs(v), Paths: []proc.PathEntry{
+		{Path: "/run/vm0/sock/dead-run-1", Kind: proc.KindDir, ModTime: v.Time.Add(-42 * time.Minute)},
+	}}
+	vs[1] = f.Apply(v, found)
+	return vs
 }

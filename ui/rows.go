@@ -108,7 +108,10 @@ func buildRows(in rowsInput) []row {
 		if !in.filter.Empty() && !in.filter.Sandbox(sb) {
 			continue
 		}
-		g := group{sb: sb, st: stats{procs: len(sb.Members), start: sb.Root.Start}}
+		g := group{sb: sb, st: stats{procs: len(sb.Members)}}
+		if sb.Root != nil {
+			g.st.start = sb.Root.Start
+		}
 		for _, m := range sb.Members {
 			g.st.cpu += in.cpu.of(m.Process)
 			g.st.rss += m.RSS

@@ -257,7 +257,7 @@ func (r *row) age(v *model.View) string {
 	if r.kind != rowSandbox {
 		return ""
 	}
-	return format.Age(v.Time.Sub(v.Snapshot.StartTime(r.sb.Root.Process)))
+	return format.Age(v.Age(r.sb))
 }
 
 func mark(on bool, c byte) byte {

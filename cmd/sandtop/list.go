@@ -88,13 +88,27 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 			ticks += m.CPUTicks
 			rss += m.RSS
 		}
+		rootPID := "-"
+		if sb.Root != nil {
+			rootPID = strconv.Itoa(sb.Root.PID)
+		}
 		rows = append(rows, []string{
-			short[sb], sb.Runtime, strconv.Itoa(len(sb.Members)), strconv.Itoa(sb.Root.PID),
+			short[sb], sb.Runtime, strconv.Itoa(len(sb.Members)), rootPID,
 			format.CPUTime(float64(ticks) / float64(max(snap.ClockTicks, 1))),
-			format.Bytes(rss), format.Age(v.Time.Sub(snap.StartTime(sb.Root.Process))),
+			format.Bytes(rss), format.Age(v.Age(sb)),
 			st.Badges(sb.Badges),
 		})
 		kinds = append(kinds, rowSandbox)
+		if o.tree {
+			for _, l := range sb.Leftovers {
+				what := string(l.Kind) + " " + l.Path
+				if !l.Removable() {
+					what += " (kept: " + l.Keep + ")"
+				}
+				rows = append(rows, []string{"", "", "", "", "", "", format.Age(l.Age(v.Time)), what})
+				kinds = append(kinds, rowProcess)
+			}
+		}
 		if o.tree {
 			for _, m := range sb.Members {
 				flags := ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -104,7 +105,7 @@ orphan, zombie and paused badges, and tears them down safely.`,
 	pf.BoolVar(&g.noPresets, "no-presets", false, "use only the rules file, not the built-in presets")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "say on stderr what sandtop chose for you (a default rules file it could not read and skipped)")
 	root.AddCommand(newListCmd(g), newRulesCmd(g), newKillCmd(g), newWatchCmd(g), newDemoCmd(g), newServeCmd(g), newConfigCmd(),
-		newRecordCmd(g), newReplayCmd(g))
+		newRecordCmd(g), newReplayCmd(g), newReapCmd(g))
 	return root
 }
 
@@ -159,12 +160,15 @@ func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
 	return scanView(s, rules)
 }
 
+// scanView scans once and groups the result, with the sandboxes that
+// left things behind (see hostview.WithLeftovers).
 func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	snap, err := s.Scan()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	return model.Build(snap, rules, nil), nil
+	v, _ := hostview.WithLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
+	return v, nil
 }
 
 // initCompletion makes cobra's completion command now, so it can carry an

@@ -46,7 +46,12 @@ matcher captured it, or the value of flag.
                 a sandbox whose supervisor is gone is an orphan
   cleanup       paths removed after killing an orphan; {id} and any other
                 named group are filled in; a path is used only when it is
-                absolute, clean, and has the ID as one of its components
+                absolute, clean, and has the ID as one of its components;
+                read the other way round (a path there whose ID has no
+                live process), they find the leftovers of dead sandboxes
+  leftovers     more such templates, for leftovers only, with {id} as
+                their one placeholder, a whole component below a literal
+                directory: ["/var/lib/vm0/workspaces/{id}"]
 
 Rules with the same name are one runtime: a process found by any of them
 joins the same sandbox when runtime, namespace and ID agree.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
@@ -19,13 +20,14 @@ type scanSource struct {
 	mu   sync.Mutex
 	sc   *proc.Scanner
 	b    *model.Builder
+	lo   *model.Leftovers
 	prev *model.View
 }
 
 // newScanSource groups the scanner's snapshots with rules. The caller owns
 // the scanner and closes it.
 func newScanSource(sc *proc.Scanner, rules model.Rules) *scanSource {
-	return &scanSource{sc: sc, b: model.NewBuilder(rules)}
+	return &scanSource{sc: sc, b: model.NewBuilder(rules), lo: model.NewLeftovers(rules)}
 }
 
 // Scan reads the host once and groups it.
@@ -36,7 +38,9 @@ func (s *scanSource) Scan() (*model.View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	s.prev = s.b.Build(snap, s.prev)
+	// What the leftover search could not read stays out of the view; the
+	// rest of it is still worth showing.
+	s.prev, _ = hostview.WithLeftovers(s.lo, s.b.Build(snap, s.prev))
 	return s.prev, nil
 }
 

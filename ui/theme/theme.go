@@ -20,6 +20,7 @@ var Palette = struct {
 	Text, Faint, Accent, Border         lipgloss.AdaptiveColor
 	SelectedBg, SelectedFg, Tagged      lipgloss.AdaptiveColor
 	Orphan, Zombie, Paused, PillText    lipgloss.AdaptiveColor
+	Leftover                            lipgloss.AdaptiveColor
 	OK, Fail, Skip, Warn                lipgloss.AdaptiveColor
 	ReadOnlyBg, ReadOnlyFg, ModalBorder lipgloss.AdaptiveColor
 }{
@@ -34,6 +35,7 @@ var Palette = struct {
 	Zombie:      lipgloss.AdaptiveColor{Light: "130", Dark: "214"},
 	Paused:      lipgloss.AdaptiveColor{Light: "31", Dark: "81"},
 	PillText:    lipgloss.AdaptiveColor{Light: "255", Dark: "232"},
+	Leftover:    lipgloss.AdaptiveColor{Light: "96", Dark: "139"},
 	OK:          lipgloss.AdaptiveColor{Light: "28", Dark: "78"},
 	Fail:        lipgloss.AdaptiveColor{Light: "160", Dark: "203"},
 	Skip:        lipgloss.AdaptiveColor{Light: "130", Dark: "221"},
@@ -67,9 +69,10 @@ func New(r *lipgloss.Renderer) *Theme {
 		renderer: r,
 		Plain:    r.ColorProfile() == termenv.Ascii,
 		badges: map[model.Badge]lipgloss.Style{
-			model.BadgeOrphan: pill(Palette.Orphan),
-			model.BadgeZombie: pill(Palette.Zombie),
-			model.BadgePaused: pill(Palette.Paused),
+			model.BadgeOrphan:   pill(Palette.Orphan),
+			model.BadgeZombie:   pill(Palette.Zombie),
+			model.BadgePaused:   pill(Palette.Paused),
+			model.BadgeLeftover: pill(Palette.Leftover),
 		},
 		steps: map[teardown.Status]lipgloss.Style{
 			teardown.OK:   c().Foreground(Palette.OK).Bold(true),

@@ -200,6 +200,12 @@ func (f *Fleet) Manifest() Manifest {
 // orphaning every sandbox it supervised.
 func (f *Fleet) KillSupervisor(id string) error { return f.command(opKillSupervisor, id) }
 
+// BounceSupervisor restarts the supervisor of the sandbox (by ID or name)
+// as a new process: a socket supervisor listens again, a parent supervisor
+// (the vm0 runner) starts its runs again under the same IDs. The manifest
+// then carries the new identities of what restarted.
+func (f *Fleet) BounceSupervisor(id string) error { return f.command(opBounceSupervisor, id) }
+
 // Freeze freezes the sandbox's cgroup (SIGSTOPs it when it has none).
 func (f *Fleet) Freeze(id string) error { return f.command(opFreeze, id) }
 

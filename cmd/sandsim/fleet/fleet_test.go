@@ -259,3 +259,48 @@ func TestStartCancelled(t *testing.T) {
 		t.Errorf("cancelled start left %v in %s (%v)", left, dir, err)
 	}
 }
+
+// TestBounceSupervisor: a bounced containerd listens on the same socket
+// again under a new identity while its shim runs on; a replaced vm0 runner
+// starts its run again under the same ID with new identities.
+func TestBounceSupervisor(t *testing.T) {
+	t.Parallel()
+	spec := Spec{Scenario: "bounce", Sandboxes: []SandboxSpec{
+		{Name: "vm", Runtime: VM0},
+		{Name: "web", Runtime: Containerd},
+	}}
+	f, m := startFleet(t, spec)
+
+	web := *sandbox(t, &m, "web") // a copy: the manifest is updated in place
+	if err := f.BounceSupervisor("web"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.Manifest().Sandbox("web")
+	if got.Supervisor.Identity == web.Supervisor.Identity || got.Orphan {
+		t.Errorf("containerd after bounce: %s (was %s), orphan %v", got.Supervisor.Identity, web.Supervisor.Identity, got.Orphan)
+	}
+	if _, err := readStat(got.Supervisor.PID); err != nil {
+		t.Errorf("new containerd %s: %v", got.Supervisor.Identity, err)
+	}
+	if got.Root().Identity != web.Root().Identity {
+		t.Errorf("the shim was restarted (%s, was %s): shims outlive containerd", got.Root().Identity, web.Root().Identity)
+	}
+
+	vm := *sandbox(t, &m, "vm")
+	if err := f.BounceSupervisor("vm"); err != nil {
+		t.Fatal(err)
+	}
+	nv := f.Manifest().Sandbox("vm")
+	if nv.ID != vm.ID || nv.Root().Identity == vm.Root().Identity || nv.Supervisor.Identity == vm.Supervisor.Identity {
+		t.Fatalf("vm0 after bounce: id %s root %s runner %s (was %s %s %s)", nv.ID, nv.Root().Identity, nv.Supervisor.Identity, vm.ID, vm.Root().Identity, vm.Supervisor.Identity)
+	}
+	if st, err := readStat(vm.Root().PID); err == nil && st.Starttime == vm.Root().Start {
+		t.Error("the old run survived its runner's replacement")
+	}
+	if ppid := mustStat(t, nv.Root().PID).PPID; ppid != nv.Supervisor.PID {
+		t.Errorf("new run's parent %d, want the new runner %d", ppid, nv.Supervisor.PID)
+	}
+	// The fleet's own leak check (startFleet's cleanup) covers the
+	// restarted processes: Close must reap them too.
+	m = f.Manifest()
+}

@@ -36,6 +36,9 @@ type owner struct {
 	exe      string
 	devnull  *os.File
 	lifeline *os.File // the write end; never inherited by anyone
+	// lifeR is the read end the nodes inherit, kept for nodes started
+	// after the fleet (a restarted supervisor).
+	lifeR *os.File
 	// exited receives the pids the reaper reaped, for noticing a node that
 	// dies during start.
 	exited chan int
@@ -264,9 +267,11 @@ func (o *owner) start(req startRequest, sigs <-chan os.Signal, cmds <-chan comma
 		}
 		top[pid] = n.Role
 	}
-	// Only the nodes hold these ends now: the report pipe reads EOF once
-	// every node has reported and closed its copy.
-	lifeR.Close()
+	// Only the nodes hold the report pipe's write end now: it reads EOF
+	// once every node has reported and closed its copy. The lifeline's
+	// read end is kept for restarted supervisors; holding it does not
+	// delay the EOF the nodes wait for, which comes with the write end.
+	o.lifeR = lifeR
 	repW.Close()
 	if err := o.collect(repR, top, sigs, cmds, startTimeout(len(o.plan.members))); err != nil {
 		return err

@@ -44,6 +44,8 @@ func (o *owner) do(c command) *reply {
 	switch c.Op {
 	case opKillSupervisor:
 		changed, err = o.killSupervisor(s)
+	case opBounceSupervisor:
+		changed, err = o.bounceSupervisor(s)
 	case opFreeze:
 		err = o.pause(s, PauseFreeze)
 		changed = []*Sandbox{s}

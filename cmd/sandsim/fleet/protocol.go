@@ -14,9 +14,10 @@ type startRequest struct {
 
 // The commands.
 const (
-	opKillSupervisor = "kill-supervisor"
-	opFreeze         = "freeze"
-	opThaw           = "thaw"
+	opKillSupervisor   = "kill-supervisor"
+	opBounceSupervisor = "bounce-supervisor"
+	opFreeze           = "freeze"
+	opThaw             = "thaw"
 )
 
 type command struct {

@@ -1,0 +1,477 @@
+package model
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// A sandbox can be dead and still hold resources: the directories its
+// runtime made for it (vm0's {base}/workspaces/{id} and /run/vm0/sock/{id}
+// after its Firecracker was SIGKILLed by hand), an empty boxlite/<id>
+// cgroup. The rules already say where a sandbox's things live; read the
+// other way round, a path that fits a rule's cleanup or leftovers template,
+// or a cgroup a rule's cgroup matcher recognises, whose ID has no live
+// process, is a leftover of that sandbox. Finding them is split in three:
+// Leftovers.Globs (pure) says where to look, proc lists what is there, and
+// Leftovers.Apply (pure) decides what is a leftover.
+
+// Leftover is one thing a sandbox with no process left still holds.
+type Leftover struct {
+	Kind proc.PathKind
+	// Path is a filesystem path, or for a cgroup its path as
+	// /proc/PID/cgroup writes it.
+	Path string
+	// Dir is a cgroup's directory in the cgroupfs ("" for a path).
+	Dir string
+	// V1 marks a v1 freezer cgroup.
+	V1      bool
+	ModTime time.Time
+	// Why says which rule and template (or matcher) make it the sandbox's.
+	Why string
+	// Keep, when not "", says why it must be reported and not removed.
+	Keep string
+}
+
+// Age is how long the leftover has been unchanged at now.
+func (l Leftover) Age(now time.Time) time.Duration {
+	if l.ModTime.IsZero() || now.Before(l.ModTime) {
+		return 0
+	}
+	return now.Sub(l.ModTime)
+}
+
+// Removable reports whether teardown may remove it.
+func (l Leftover) Removable() bool { return l.Keep == "" }
+
+// Glob is one place to look for leftovers.
+type Glob struct {
+	// Pattern is in filepath.Match syntax: the template with {id} as "*"
+	// and every other placeholder filled in.
+	Pattern string
+	Rule    *Rule
+	// Template is the rule's template the pattern was made from.
+	Template string
+	// idAt is the index of the ID among the pattern's "/"-separated parts.
+	idAt int
+	vars map[string]string
+}
+
+// Leftovers finds the leftovers of dead sandboxes. It remembers the
+// captures of every sandbox it has seen alive ("base" of a vm0 VM), so a
+// long-running caller (the live screen, the reaper) still knows where to
+// look after the last VM of a runtime died; it does no I/O.
+type Leftovers struct {
+	rules Rules
+	// recorded holds, per rule, each distinct set of captures (without the
+	// ID) seen in a live sandbox, keyed by its canonical string.
+	recorded map[*Rule]map[string]map[string]string
+	// sockets holds, per rule, the supervisor sockets of its live
+	// sandboxes: whether something still listens there says whether the
+	// runtime is alive once its last sandbox is gone.
+	sockets map[*Rule]map[string]bool
+	// alive holds the Key of every sandbox seen with a process: a cgroup
+	// whose shape alone is weak evidence (containerd's /<ns>/<id>, which
+	// any two-level path resembles) is a leftover only of one of these.
+	alive map[string]bool
+}
+
+// NewLeftovers returns a finder for rules.
+func NewLeftovers(rules Rules) *Leftovers {
+	return &Leftovers{rules: rules, recorded: map[*Rule]map[string]map[string]string{}, sockets: map[*Rule]map[string]bool{}, alive: map[string]bool{}}
+}
+
+// Record remembers the captures and supervisor sockets of v's sandboxes.
+func (f *Leftovers) Record(v *View) {
+	for _, sb := range v.Sandboxes {
+		if len(sb.Members) == 0 {
+			continue
+		}
+		f.alive[sb.Key()] = true
+		for _, r := range append([]*Rule{sb.Rule}, sb.rules...) {
+			if r == nil {
+				continue
+			}
+			if sb.socket != "" && r.Supervisor.SocketFlag != "" {
+				if f.sockets[r] == nil {
+					f.sockets[r] = map[string]bool{}
+				}
+				f.sockets[r][sb.socket] = true
+			}
+			vars := map[string]string{}
+			for k, v := range sb.Vars {
+				if k != "id" && v != "" {
+					vars[k] = v
+				}
+			}
+			if len(vars) == 0 {
+				continue
+			}
+			if f.recorded[r] == nil {
+				f.recorded[r] = map[string]map[string]string{}
+			}
+			f.recorded[r][varsKey(vars)] = vars
+		}
+	}
+}
+
+func varsKey(vars map[string]string) string {
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + vars[k] + "\x00")
+	}
+	return b.String()
+}
+
+// Globs records v (see Record) and returns where to look for leftovers:
+// each rule's cleanup and leftovers templates with {id} as the wildcard.
+// A template's other placeholders are filled only from the captures of a
+// sandbox seen alive; a template that cannot be filled, that holds {id}
+// other than as one whole path component, or whose first component would
+// be the wildcard is skipped: sandtop never globs "/".
+func (f *Leftovers) Globs(v *View) []Glob {
+	if v != nil {
+		f.Record(v)
+	}
+	var out []Glob
+	seen := map[string]bool{}
+	for _, r := range f.rules {
+		if r == nil {
+			continue
+		}
+		for _, t := range slices.Concat(r.Cleanup, r.Leftovers) {
+			for _, g := range f.globsOf(r, t) {
+				if !seen[g.Pattern] {
+					seen[g.Pattern] = true
+					out = append(out, g)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (f *Leftovers) globsOf(r *Rule, template string) []Glob {
+	names, err := placeholders(template)
+	if err != nil || !slices.Contains(names, "id") {
+		return nil
+	}
+	if !slices.Contains(strings.Split(template, "/"), "{id}") || strings.Count(template, "{id}") != 1 {
+		return nil
+	}
+	others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "id" })
+	var sets []map[string]string
+	if len(others) == 0 {
+		sets = []map[string]string{{}}
+	} else {
+		for _, key := range sortedKeys(f.recorded[r]) {
+			sets = append(sets, f.recorded[r][key])
+		}
+	}
+	var out []Glob
+	for _, vars := range sets {
+		pat, ok := fillGlob(template, vars)
+		if !ok {
+			continue
+		}
+		// Values are escaped, so the one bare "*" part is the ID. The
+		// parts before it must be literal and at least one deep: "/{id}"
+		// would list the root directory.
+		parts := strings.Split(pat, "/")
+		idAt := slices.Index(parts, "*")
+		if idAt < 2 || strings.ContainsAny(strings.Join(parts[:idAt], "/"), "*?[") {
+			continue
+		}
+		out = append(out, Glob{Pattern: pat, Rule: r, Template: template, idAt: idAt, vars: vars})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// fillGlob expands template with vars and {id} as "*", escaping glob
+// metacharacters in the values; ok is false when a value is missing or
+// the result is not an absolute, clean path.
+func fillGlob(template string, vars map[string]string) (string, bool) {
+	esc := map[string]string{"id": "*"}
+	for k, v := range vars {
+		if k == "id" || v == "" {
+			continue
+		}
+		esc[k] = globEscape(v)
+	}
+	p := Match{Vars: esc}.Expand(template)
+	if strings.ContainsAny(p, "{}") || !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+		return "", false
+	}
+	return p, true
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// CgroupRules are the rules that can recognise a cgroup with no process in
+// it: a cgroup matcher and no matcher that needs a process (exe, comm,
+// argv, flag, cwd).
+func (f *Leftovers) CgroupRules() Rules {
+	var out Rules
+	for _, r := range f.rules {
+		if r != nil && r.onlyCgroup() && hasGroup(r.Cgroup, "id") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WantCgroup reports whether a cgroup path is one a cgroup rule
+// recognises: proc.ListCgroups reads the state of those only.
+func (f *Leftovers) WantCgroup(path string) bool {
+	_, ok := f.cgroupMatch(path)
+	return ok
+}
+
+// cgroupMatch is Rules.MatchCgroup, keeping only matches that name the
+// cgroup itself (not one below it) and, for a rule whose cgroup shape
+// alone is weak evidence, a sandbox seen alive.
+func (f *Leftovers) cgroupMatch(path string) (Match, bool) {
+	m, ok := f.rules.MatchCgroup(path)
+	if !ok || !cgroupNamesID(m.Rule, path) {
+		return Match{}, false
+	}
+	if m.Rule.NestedPIDNamespace && !f.alive[keyOf(m)] {
+		return Match{}, false
+	}
+	return m, true
+}
+
+// cgroupNamesID reports whether r's cgroup matcher captures the ID in the
+// last component of path.
+func cgroupNamesID(r *Rule, path string) bool {
+	loc := r.Cgroup.FindStringSubmatchIndex(path)
+	i := r.Cgroup.SubexpIndex("id")
+	if loc == nil || i < 0 || loc[2*i] < 0 {
+		return false
+	}
+	return !strings.Contains(path[loc[2*i+1]:], "/")
+}
+
+// Found is what proc found where Globs and WantCgroup said to look.
+type Found struct {
+	Globs   []Glob
+	Paths   []proc.PathEntry
+	Cgroups []proc.CgroupDir
+}
+
+// systemdUnitSuffixes name the unit types whose cgroups systemd owns
+// (systemd.unit(5)): their directories are systemd's to remove.
+var systemdUnitSuffixes = []string{".scope", ".slice", ".service", ".socket", ".mount", ".swap", ".target"}
+
+// IsSystemdUnit reports whether the last component of a cgroup path names
+// a systemd unit.
+func IsSystemdUnit(cgroupPath string) bool {
+	base := cgroupPath[strings.LastIndexByte(cgroupPath, '/')+1:]
+	for _, s := range systemdUnitSuffixes {
+		if strings.HasSuffix(base, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply returns v with a sandbox for every ID that has leftovers and no
+// live process: badge leftover, no members, its runtime the rule's name.
+// v itself is returned when there are none. The new view shares v's
+// sandboxes; the leftover ones follow them, sorted by ID.
+func (f *Leftovers) Apply(v *View, found Found) *View {
+	// The live sandboxes by runtime and ID (and alias), for Live's test
+	// without a walk of every sandbox per entry found.
+	idx := map[string][]*Sandbox{}
+	for _, sb := range v.Sandboxes {
+		if len(sb.Members) == 0 {
+			continue
+		}
+		for _, id := range append([]string{sb.ID}, sb.Aliases...) {
+			idx[sb.Runtime+"\x00"+id] = append(idx[sb.Runtime+"\x00"+id], sb)
+		}
+	}
+	byID := map[string]*Sandbox{}
+	add := func(id, ns string, r *Rule, by string, vars map[string]string, l Leftover) {
+		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[r.Name+"\x00"+id], ns) != nil {
+			return
+		}
+		key := keyOf(Match{Rule: r, ID: id, Namespace: ns})
+		sb := byID[key]
+		if sb == nil {
+			sb = &Sandbox{ID: id, Namespace: ns, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}, key: key}
+			byID[key] = sb
+		}
+		for k, val := range vars {
+			if _, ok := sb.Vars[k]; !ok {
+				sb.Vars[k] = val
+			}
+		}
+		if !slices.Contains(sb.rules, r) {
+			sb.rules = append(sb.rules, r)
+		}
+		if !slices.ContainsFunc(sb.Leftovers, func(o Leftover) bool { return o.Path == l.Path && o.Kind == l.Kind }) {
+			sb.Leftovers = append(sb.Leftovers, l)
+		}
+	}
+	for _, e := range found.Paths {
+		for _, g := range found.Globs {
+			ok, _ := filepath.Match(g.Pattern, e.Path)
+			if !ok {
+				continue
+			}
+			id := strings.Split(e.Path, "/")[g.idAt]
+			if !SafeCleanupPath(e.Path, id) {
+				continue
+			}
+			src := "cleanup"
+			if slices.Contains(g.Rule.Leftovers, g.Template) {
+				src = "leftovers"
+			}
+			add(id, "", g.Rule, "path", g.vars, Leftover{
+				Kind: e.Kind, Path: e.Path, ModTime: e.ModTime,
+				Why: "fits the " + src + " template " + g.Template + " of rule " + g.Rule.Name + " (" + g.Rule.Source + ") and no live process has the ID",
+			})
+			break
+		}
+	}
+	for _, c := range found.Cgroups {
+		m, ok := f.cgroupMatch(c.Path)
+		if !ok || c.Populated {
+			continue
+		}
+		add(m.ID, m.Namespace, m.Rule, ByCgroup, nil, Leftover{
+			Kind: proc.KindCgroup, Path: c.Path, Dir: c.Dir, V1: c.V1, ModTime: c.ModTime,
+			Why: "an empty cgroup the cgroup matcher of rule " + m.Rule.Name + " (" + m.Rule.Source + ") recognises, and no live process has the ID",
+		})
+	}
+	if len(byID) == 0 {
+		return v
+	}
+	out := *v
+	out.base = v
+	if v.base != nil {
+		out.base = v.base
+	}
+	out.Sandboxes = slices.Clone(v.Sandboxes)
+	out.byID = make(map[string]int32, len(v.byID)+len(byID))
+	for k, i := range v.byID {
+		out.byID[k] = i
+	}
+	for _, key := range sortedKeys(byID) {
+		sb := byID[key]
+		f.judge(sb, v.Snapshot)
+		sb.idx = int32(len(out.Sandboxes))
+		out.byID[key] = sb.idx
+		out.Sandboxes = append(out.Sandboxes, sb)
+	}
+	return &out
+}
+
+// Live returns a sandbox of the runtime with processes and this ID, in
+// namespace ns (any namespace when either side has none), or nil.
+func (v *View) Live(runtime, ns, id string) *Sandbox {
+	var same []*Sandbox
+	for _, sb := range v.Sandboxes {
+		if sb.Runtime == runtime && (sb.ID == id || slices.Contains(sb.Aliases, id)) && len(sb.Members) > 0 {
+			same = append(same, sb)
+		}
+	}
+	return liveIn(same, ns)
+}
+
+// liveIn returns the first of sbs in namespace ns (any when either side
+// has none).
+func liveIn(sbs []*Sandbox, ns string) *Sandbox {
+	for _, sb := range sbs {
+		if ns == "" || sb.Namespace == "" || sb.Namespace == ns {
+			return sb
+		}
+	}
+	return nil
+}
+
+// judge decides what of a leftover sandbox may be removed: nothing a live
+// supervisor of its runtime may still own (a runner that made the
+// workspace a moment before it starts the VM), no systemd unit, and only
+// paths that name the ID as a whole component.
+func (f *Leftovers) judge(sb *Sandbox, snap *proc.Snapshot) {
+	sb.Dead = true
+	sb.Badges = []Badge{BadgeLeftover}
+	alive, note := f.SupervisorAlive(sb, snap)
+	sb.Supervised = alive
+	sb.SupervisorNote = "no process left; " + note
+	for i := range sb.Leftovers {
+		l := &sb.Leftovers[i]
+		switch {
+		case l.Kind == proc.KindCgroup && IsSystemdUnit(l.Path):
+			l.Keep = "a systemd unit's cgroup: systemd removes it (systemctl stop)"
+		case l.Kind == proc.KindCgroup && l.Dir == "":
+			l.Keep = "no cgroupfs mount reaches it"
+		case alive:
+			l.Keep = note + ": the runtime owns it"
+		case l.Kind != proc.KindCgroup && !SafeCleanupPath(l.Path, sb.ID):
+			l.Keep = "not an absolute, clean path naming the sandbox ID"
+		}
+	}
+}
+
+// SupervisorAlive reports whether a supervisor of a leftover sandbox's
+// runtime lives in snap: a process its ancestor pattern matches, or a
+// listener on a socket a sandbox of the runtime named. A socket table
+// that could not be read counts as alive: an unknown must never let a
+// removal through.
+func (f *Leftovers) SupervisorAlive(sb *Sandbox, snap *proc.Snapshot) (bool, string) {
+	for _, r := range sb.rules {
+		sup := r.Supervisor
+		switch {
+		case sup.Ancestor != nil:
+			for _, p := range snap.Procs {
+				if !p.Kernel && p.PID > 1 && sup.Ancestor.MatchString(strings.Join(p.Argv, " ")) {
+					return true, "supervisor " + describe(p) + " of " + r.Name + " is alive"
+				}
+			}
+			return false, "no supervisor of " + r.Name + " is alive"
+		case sup.SocketFlag != "":
+			if snap.Listeners == nil {
+				return true, "unix sockets unreadable: cannot tell whether the supervisor of " + r.Name + " lives"
+			}
+			for _, s := range sortedKeys(f.sockets[r]) {
+				if snap.Listeners[s] {
+					return true, "supervisor of " + r.Name + " listens on " + s
+				}
+			}
+			if len(f.sockets[r]) == 0 {
+				return false, "supervisor of " + r.Name + " unknown (no live sandbox named its socket)"
+			}
+			return false, "nothing listens on the supervisor sockets of " + r.Name
+		}
+	}
+	return false, "rule names no supervisor"
+}

@@ -1,0 +1,243 @@
+package model
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+func TestLeftoverGlobs(t *testing.T) {
+	explicit := &Rule{Name: "agentbox", Exe: regexp.MustCompile(`agentbox$`), Flag: "--box",
+		Leftovers: []string{"/var/lib/agentbox/{id}", "/{id}", "/srv/{id}-x", "/srv/{base}/{id}", "/*/{id}", "/var/{id}/{id}"}}
+	cases := []struct {
+		name  string
+		rules Rules
+		procs []*proc.Process
+		want  []string
+	}{
+		{
+			name:  "no live sandbox: only templates whose sole placeholder is {id}",
+			rules: Rules{vm0Rule},
+			want:  []string{"/run/vm0/sock/*"},
+		},
+		{
+			name:  "a live VM's base fills {base}",
+			rules: Rules{vm0Rule},
+			procs: []*proc.Process{
+				pr(100, 1, "/usr/bin/runner start --config /etc/vm0.yaml"),
+				pr(101, 100, "/usr/bin/firecracker --api-sock /run/vm0/sock/aaaa-1111/api.sock", cwd("/var/lib/vm0/workspaces/aaaa-1111")),
+			},
+			want: []string{"/run/vm0/sock/*", "/var/lib/vm0/workspaces/*"},
+		},
+		{
+			name:  "explicit leftovers; never a glob of / or an ID that is not a whole component",
+			rules: Rules{explicit},
+			want:  []string{"/var/lib/agentbox/*"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewLeftovers(c.rules)
+			v := Build(snap(c.procs...), c.rules, nil)
+			var got []string
+			for _, g := range f.Globs(v) {
+				got = append(got, g.Pattern)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("globs = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLeftoverGlobsRemembered: the base of a VM seen alive earlier is still
+// looked at after the VM died.
+func TestLeftoverGlobsRemembered(t *testing.T) {
+	rules := Rules{vm0Rule}
+	f := NewLeftovers(rules)
+	f.Globs(Build(snap(pr(101, 1, "/usr/bin/firecracker --api-sock /run/vm0/sock/aaaa/x", cwd("/data/vm0/workspaces/aaaa"))), rules, nil))
+	var got []string
+	for _, g := range f.Globs(Build(snap(), rules, nil)) {
+		got = append(got, g.Pattern)
+	}
+	if !slices.Contains(got, "/data/vm0/workspaces/*") {
+		t.Fatalf("globs after the VM died = %q, want the remembered base", got)
+	}
+}
+
+func TestLeftoverApply(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	old := now.Add(-time.Hour)
+	boxRule := &Rule{Name: "boxlite", Cgroup: regexp.MustCompile(`(?:^|/)boxlite/(?P<id>[A-Za-z0-9_-]{1,128})(?:/|$)`), Source: "preset"}
+	dockerRule := &Rule{Name: "docker", Cgroup: regexp.MustCompile(`(?:^|/)docker-(?P<id>[0-9a-f]{8})\.scope(?:/|$)`), Source: "preset"}
+	rules := Rules{vm0Rule, boxRule, dockerRule}
+	runner := pr(100, 1, "/usr/bin/runner start --config /etc/vm0.yaml")
+	liveVM := pr(101, 100, "/usr/bin/firecracker --api-sock /run/vm0/sock/live-1/api.sock", cwd("/var/lib/vm0/workspaces/live-1"))
+	liveBox := pr(200, 1, "/boxes/livebox/bin/boxlite-shim", cgroup("/boxlite/livebox"))
+	paths := func(ids ...string) []proc.PathEntry {
+		var out []proc.PathEntry
+		for _, id := range ids {
+			out = append(out,
+				proc.PathEntry{Path: "/var/lib/vm0/workspaces/" + id, Kind: proc.KindDir, ModTime: old},
+				proc.PathEntry{Path: "/run/vm0/sock/" + id, Kind: proc.KindDir, ModTime: old})
+		}
+		return out
+	}
+	cgroups := []proc.CgroupDir{
+		{Path: "/boxlite/deadbox", Dir: "/sys/fs/cgroup/boxlite/deadbox", ModTime: old},
+		{Path: "/boxlite/livebox", Dir: "/sys/fs/cgroup/boxlite/livebox", ModTime: old, Populated: true},
+		{Path: "/boxlite/busybox", Dir: "/sys/fs/cgroup/boxlite/busybox", ModTime: old, Populated: true},
+		{Path: "/system.slice/docker-0123abcd.scope", Dir: "/sys/fs/cgroup/system.slice/docker-0123abcd.scope", ModTime: old},
+	}
+	type want struct {
+		id, runtime string
+		kept        []string // paths kept
+		removable   []string
+	}
+	cases := []struct {
+		name  string
+		procs []*proc.Process
+		paths []proc.PathEntry
+		want  []want
+	}{
+		{
+			name:  "runner alive: dirs of a dead VM are reported and kept",
+			procs: []*proc.Process{runner, liveVM, liveBox},
+			paths: paths("live-1", "dead-1"),
+			want: []want{
+				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
+				{id: "dead-1", runtime: "vm0", kept: []string{"/var/lib/vm0/workspaces/dead-1", "/run/vm0/sock/dead-1"}},
+				{id: "deadbox", runtime: "boxlite", removable: []string{"/boxlite/deadbox"}},
+			},
+		},
+		{
+			name:  "no runner: dirs of the dead VM are removable",
+			procs: []*proc.Process{liveBox},
+			paths: paths("dead-1"),
+			want: []want{
+				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
+				{id: "dead-1", runtime: "vm0", removable: []string{"/var/lib/vm0/workspaces/dead-1", "/run/vm0/sock/dead-1"}},
+				{id: "deadbox", runtime: "boxlite", removable: []string{"/boxlite/deadbox"}},
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := snap(c.procs...)
+			v := Build(s, rules, nil)
+			f := NewLeftovers(rules)
+			f.Record(Build(snap(runner, liveVM), rules, nil)) // learns /var/lib/vm0
+			lv := f.Apply(v, Found{Globs: f.Globs(v), Paths: c.paths, Cgroups: cgroups})
+			var got []want
+			for _, sb := range lv.Sandboxes {
+				if len(sb.Leftovers) == 0 {
+					if sb.Root == nil {
+						t.Errorf("sandbox %s: no process and no leftover", sb.ID)
+					}
+					continue
+				}
+				if len(sb.Members) != 0 || sb.Root != nil || !sb.HasBadge(BadgeLeftover) || lv.Sandbox(sb.ID) != sb {
+					t.Errorf("leftover sandbox %s: members %d, root %v, badges %v", sb.ID, len(sb.Members), sb.Root, sb.Badges)
+				}
+				w := want{id: sb.ID, runtime: sb.Runtime}
+				for _, l := range sb.Leftovers {
+					if l.Why == "" || l.Age(now) != time.Hour {
+						t.Errorf("%s: why %q, age %v", l.Path, l.Why, l.Age(now))
+					}
+					if l.Removable() {
+						w.removable = append(w.removable, l.Path)
+					} else {
+						w.kept = append(w.kept, l.Path)
+					}
+				}
+				got = append(got, w)
+			}
+			slices.SortFunc(got, func(a, b want) int { return cmpString(a.id, b.id) })
+			if len(got) != len(c.want) {
+				t.Fatalf("leftover sandboxes %+v, want %+v", got, c.want)
+			}
+			for i := range got {
+				g, w := got[i], c.want[i]
+				slices.Sort(g.kept)
+				slices.Sort(w.kept)
+				slices.Sort(g.removable)
+				slices.Sort(w.removable)
+				if g.id != w.id || g.runtime != w.runtime || !slices.Equal(g.kept, w.kept) || !slices.Equal(g.removable, w.removable) {
+					t.Errorf("got %+v, want %+v", g, w)
+				}
+			}
+			// The view built from is untouched, and a Builder given the
+			// augmented view as prev still reuses its own.
+			if v.Sandbox("dead-1") != nil || v.Sandbox("deadbox") != nil {
+				t.Error("Apply changed the view it was given")
+			}
+		})
+	}
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestLeftoverNothingFound(t *testing.T) {
+	rules := Rules{vm0Rule}
+	v := Build(snap(), rules, nil)
+	f := NewLeftovers(rules)
+	if got := f.Apply(v, Found{Globs: f.Globs(v)}); got != v {
+		t.Fatal("Apply with nothing found must return the view itself")
+	}
+}
+
+func TestIsSystemdUnit(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/system.slice/docker-ab.scope":                     true,
+		"/machine.slice/machine-x.scope":                    true,
+		"/kubepods.slice/kubepods-pod1.slice":               true,
+		"/user.slice/user-0.slice/user@0.service/boxlite/a": false,
+		"/boxlite/a":   false,
+		"/default/abc": false,
+	} {
+		if got := IsSystemdUnit(path); got != want {
+			t.Errorf("IsSystemdUnit(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestParseLeftoversKey(t *testing.T) {
+	good := `[[rule]]
+name = "agentbox"
+exe = '(^|/)agentbox$'
+flag = "--box"
+leftovers = ["/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"]
+`
+	rs, err := ParseRules([]byte(good), "good.toml")
+	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Leftovers, []string{"/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"}) {
+		t.Fatalf("ParseRules: %v, %+v", err, rs)
+	}
+	for tmpl, want := range map[string]string{
+		"/{id}":                 "right under /",
+		"/var/{base}/{id}":      "only {id} is filled in",
+		"/var/x{id}":            "whole path component",
+		"/var/{id}/{id}":        "exactly once",
+		"var/{id}":              "absolute, clean",
+		"/var/../{id}":          "absolute, clean",
+		"/var/*/{id}":           "literal",
+		"/var/lib/agentbox/{id": `"{" without "}"`,
+	} {
+		_, err := ParseRules([]byte(strings.Replace(good, "/var/lib/agentbox/{id}", tmpl, 1)), "bad.toml")
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `key "leftovers"`) {
+			t.Errorf("leftovers %q: error %v, want one saying %q", tmpl, err, want)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package proc
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc/proctest"
+)
+
+func TestGlob(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got, err := Glob([]string{filepath.Join(dir, "*"), filepath.Join(dir, "a"), filepath.Join(dir, "nothing", "*")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range got {
+		kinds = append(kinds, filepath.Base(e.Path)+":"+string(e.Kind))
+		if e.ModTime.IsZero() {
+			t.Errorf("%s: no mtime", e.Path)
+		}
+	}
+	if want := []string{"a:dir", "b:dir", "f:file", "s:socket"}; !slices.Equal(kinds, want) {
+		t.Errorf("Glob = %v, want %v (sorted, each once)", kinds, want)
+	}
+	for _, pat := range []string{"/*", "/*/x", "/?un", "relative/*", "/[a-z]*/vm0"} {
+		if _, err := Glob([]string{pat}); err == nil {
+			t.Errorf("Glob(%q) was not refused", pat)
+		} else if strings.HasPrefix(pat, "/") && !errors.Is(err, ErrBroadGlob) {
+			t.Errorf("Glob(%q): %v, want ErrBroadGlob", pat, err)
+		}
+	}
+}
+
+// TestListCgroups makes a cgroup tree and finds the cgroups asked for,
+// each with its state, without descending into them.
+func TestListCgroups(t *testing.T) {
+	proctest.RequireRoot(t)
+	sc, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	m := sc.Mounts()
+	if m.Unified == "" || unix.Access(m.Unified, unix.W_OK) != nil {
+		proctest.SkipMissing(t, "no writable cgroup2 mount")
+	}
+	top, err := os.MkdirTemp(m.Unified, "sandtop-leftover-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, d := range []string{"box/empty/child", "box/empty", "box/busy", "box", ""} {
+			// A cgroup stays busy for a moment after its last task died.
+			proctest.Eventually(2*time.Second, func() bool {
+				err := unix.Rmdir(filepath.Join(top, d))
+				return err == nil || errors.Is(err, unix.ENOENT)
+			})
+		}
+	}()
+	for _, d := range []string{"box/empty/child", "box/busy"} {
+		if err := os.MkdirAll(filepath.Join(top, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A process in box/busy makes it populated.
+	cmd := sleepIn(t, filepath.Join(top, "box/busy"))
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+
+	base := "/" + filepath.Base(top)
+	got, err := ListCgroups(m, func(p string) bool { return strings.HasPrefix(p, base+"/box/") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]bool{}
+	for _, c := range got {
+		states[c.Path] = c.Populated
+		if c.Dir != filepath.Join(m.Unified, c.Path) || c.ModTime.IsZero() || c.V1 {
+			t.Errorf("%+v", c)
+		}
+	}
+	want := map[string]bool{base + "/box/empty": false, base + "/box/busy": true}
+	if len(states) != len(want) || states[base+"/box/empty"] || !states[base+"/box/busy"] {
+		t.Errorf("ListCgroups = %v, want %v (and not box/empty/child: it is part of box/empty)", states, want)
+	}
+}
+
+// sleepIn starts a sleep in the cgroup at dir.
+func sleepIn(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("/bin/sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("move into %s: %v", dir, err)
+	}
+	return cmd
+}

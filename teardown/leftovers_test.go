@@ -1,0 +1,88 @@
+package teardown
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// TestLeftoverCgroups: a plan of a sandbox with no process left removes
+// its empty cgroups and paths, keeps a cgroup that a process joined since
+// the plan (rmdir of a busy cgroup is the kernel's EBUSY, and the engine
+// checks first), and never removes a systemd unit's cgroup.
+func TestLeftoverCgroups(t *testing.T) {
+	root := cgroupMount(t, "")
+	sc, err := proc.NewScanner(proc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	base := newCgroup(t, root)
+	id := "lefttest" + filepath.Base(base)[len("sandtop-test-"):]
+	empty := filepath.Join(base, id)
+	busy := filepath.Join(base, id+"-busy", id)
+	unit := filepath.Join(base, "machine-"+id+".scope")
+	for _, d := range []string{empty, busy, unit} {
+		mkdirs(t, d)
+	}
+	dir := filepath.Join(t.TempDir(), id)
+	mkdirs(t, filepath.Join(dir, "sub"))
+	cgPath := func(d string) string { return "/" + strings.TrimPrefix(d, root+"/") }
+	cmd := startSleep(t)
+	moveInto(t, busy, cmd.Process.Pid)
+
+	v := model.Build(mustScan(t, sc), nil, nil)
+	p := &Plan{
+		Target: id, Runtime: "test", Sandbox: &model.Sandbox{ID: id, Runtime: "test"}, View: v, Deadline: time.Second,
+		Leftovers: []model.Leftover{
+			{Kind: proc.KindCgroup, Path: cgPath(empty), Dir: empty},
+			{Kind: proc.KindCgroup, Path: cgPath(busy), Dir: busy},
+			{Kind: proc.KindCgroup, Path: cgPath(unit), Dir: unit},
+			{Kind: proc.KindDir, Path: dir},
+		},
+	}
+	eng, err := New(Options{Scanner: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	tot := eng.Run(t.Context(), p, func(ev Event) { lines = append(lines, string(ev.Status)+" "+ev.Text()) })
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"ok     cleanup    : removed empty cgroup " + cgPath(empty),
+		"skip   cleanup    : kept cgroup " + cgPath(busy) + ": not empty",
+		"skip   cleanup    : kept cgroup " + cgPath(unit) + ": a systemd unit's",
+		"ok     cleanup    : removed " + dir,
+	} {
+		if !strings.Contains(normalize(all), normalize(want)) {
+			t.Errorf("no %q in\n%s", want, all)
+		}
+	}
+	for d, gone := range map[string]bool{empty: true, busy: false, unit: false, dir: true} {
+		if _, err := os.Stat(d); (err != nil) != gone {
+			t.Errorf("%s: gone %v, want %v", d, err != nil, gone)
+		}
+	}
+	if !tot.OK() || tot.Killed != 0 {
+		t.Errorf("totals %+v: want nothing killed and no step failed", tot)
+	}
+	if alive := cmd.ProcessState == nil; !alive {
+		t.Error("the process in the busy cgroup was touched")
+	}
+}
+
+func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func mustScan(t *testing.T, sc *proc.Scanner) *proc.Snapshot {
+	t.Helper()
+	snap, err := sc.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
