@@ -39,14 +39,10 @@ type SandboxJSON struct {
 	Cgroup        string `json:"cgroup"`
 	Freezer       string `json:"freezer_cgroup"`
 	Frozen        bool   `json:"frozen"`
-	// FrozenProcesses counts live processes in a frozen cgroup, and
-	// WorkloadProcesses those in the sandbox's own cgroup (all, without
-	// one); Paused says which part is frozen or stopped.
-	FrozenProcesses   int      `json:"frozen_processes"`
-	WorkloadProcesses int      `json:"workload_processes"`
-	Paused            string   `json:"paused"`
-	Badges            []Badge  `json:"badges"`
-	Cleanup           []string `json:"cleanup"`
+	// Paused says which part of a paused sandbox is frozen or stopped.
+	Paused  string   `json:"paused"`
+	Badges  []Badge  `json:"badges"`
+	Cleanup []string `json:"cleanup"`
 	// Reconcile is the runtime's own command to run after a kill (empty
 	// when the runtime notices by itself).
 	Reconcile []string      `json:"reconcile"`
@@ -106,23 +102,21 @@ func (v *View) Document(all bool) Document {
 	}
 	for _, sb := range v.Sandboxes {
 		s := SandboxJSON{
-			ID:                sb.ID,
-			Runtime:           sb.Runtime,
-			Namespace:         sb.Namespace,
-			Name:              sb.Name(),
-			Key:               sb.Key(),
-			CgroupOnly:        sb.CgroupOnly,
-			Supervisor:        sb.SupervisorNote,
-			Cgroup:            sb.Cgroup,
-			Freezer:           sb.Freezer,
-			Frozen:            sb.Frozen,
-			FrozenProcesses:   sb.FrozenProcesses,
-			WorkloadProcesses: sb.WorkloadProcesses,
-			Paused:            sb.PausedNote,
-			Badges:            append([]Badge{}, sb.Badges...),
-			Cleanup:           append([]string{}, sb.Cleanup...),
-			Reconcile:         append([]string{}, sb.Reconcile...),
-			Processes:         make([]ProcessJSON, 0, len(sb.Members)),
+			ID:         sb.ID,
+			Runtime:    sb.Runtime,
+			Namespace:  sb.Namespace,
+			Name:       sb.Name(),
+			Key:        sb.Key(),
+			CgroupOnly: sb.CgroupOnly,
+			Supervisor: sb.SupervisorNote,
+			Cgroup:     sb.Cgroup,
+			Freezer:    sb.Freezer,
+			Frozen:     sb.Frozen,
+			Paused:     sb.PausedNote,
+			Badges:     append([]Badge{}, sb.Badges...),
+			Cleanup:    append([]string{}, sb.Cleanup...),
+			Reconcile:  append([]string{}, sb.Reconcile...),
+			Processes:  make([]ProcessJSON, 0, len(sb.Members)),
 		}
 		if sb.Root != nil {
 			s.RootPID = sb.Root.PID
