@@ -93,13 +93,25 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2x ./teardown
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$($(GO) list $(PKGS) | grep -v -e '/proc$$' -e '/model$$' -e '/teardown$$')
 
-# Whole-process comparisons with public tools (C floor, ps, htop in tmux) on
-# one fleet of BENCH_COMPARE_PROCS (default 10000), printed as a table of
-# ratios. Installs htop and tmux with apt-get when missing; needs root.
-.PHONY: bench-compare
+# Whole-process comparisons, as a user meets sandtop: the live screen's CPU
+# per refresh and wakeups against htop and btop side by side in tmux,
+# `sandtop list` against ps (wall, CPU, peak RSS), `list --json` and the
+# screen's RSS, `sandtop kill` end to end, at each size in BENCH_COMPARE_PROCS
+# (default 100,1000,3000,10000; each in a PID namespace of its own, with a
+# bulk fleet from 1,000), as one table with ratios and targets. About ten
+# minutes. Installs procps, htop, btop, tmux and strace with apt-get when
+# missing; needs root. BENCH_COMPARE_SANDTOP measures another build (the
+# "before" column of a before/after table).
+.PHONY: bench-compare bench-serve
 bench-compare: build
 	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
-	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000)
+	$(BIN)/benchcompare -sandtop $(or $(BENCH_COMPARE_SANDTOP),$(BIN)/sandtop) -procs $(or $(BENCH_COMPARE_PROCS),100,1000,3000,10000)
+
+# `sandtop serve --interval 15s` on a fleet of BENCH_COMPARE_PROCS: average
+# CPU over SERVE_WINDOW (default 5m), RSS, scrape time. Needs root.
+bench-serve: build
+	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
+	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000) -no-tui -only-serve -serve-window $(or $(SERVE_WINDOW),5m)
 
 clean:
 	rm -rf $(BIN)

@@ -151,6 +151,15 @@ func matchString(re *regexp.Regexp, in string) bool {
 	return in != "" && mayMatch(re, in) && re.MatchString(in)
 }
 
+// excludes reports whether an exclude_argv matcher matches in. Unlike a
+// matcher, it may match an empty argv; the literal test comes first all
+// the same, because most exclusions (containerd's "start" and "delete"
+// shim helpers) are unanchored on the left, which makes the regexp try
+// every position of a long shim command line.
+func excludes(re *regexp.Regexp, in string) bool {
+	return re != nil && mayMatch(re, in) && re.MatchString(in)
+}
+
 // literalCache maps each regexp to the literals one of which any string it
 // matches must contain (nil: no such literals). A Go regexp costs about a
 // microsecond on even a short input that it rejects, while almost every
@@ -264,6 +273,76 @@ func (rs Rules) Match(p *proc.Process) (Match, bool) {
 	return Match{}, false
 }
 
+// Needs says which of p's unread fields (p.Unread) some rule could still
+// depend on, so that a lazy scan (proc.Options.Need) reads exe, cwd and
+// status only where they can change what Match returns. It evaluates the
+// matchers cheapest first, and a rule that a cheap matcher (comm, flag,
+// cgroup, argv) already rejects needs nothing. An exe matcher that argv[0]
+// satisfies needs no exe; otherwise it needs the exe, and the rule's
+// other dear matchers are asked about only once the exe is known (the scan
+// asks again after each read): status for NestedPIDNamespace (NSpid),
+// then the cwd. Kernel threads never match and need nothing.
+//
+// The guarantee, held by TestLazyMatchesFullReads: Build over a lazy scan
+// gives the same view as over a full one.
+func (rs Rules) Needs(p *proc.Process) proc.Fields {
+	if p == nil || p.Kernel || p.Unread == 0 {
+		return 0
+	}
+	s := subject{p: p}
+	var need proc.Fields
+	for _, r := range rs {
+		if r != nil {
+			need |= r.needs(&s)
+		}
+	}
+	return need
+}
+
+func (r *Rule) needs(s *subject) proc.Fields {
+	p := s.p
+	if r.Exe == nil && r.Cwd == nil && !r.NestedPIDNamespace {
+		return 0
+	}
+	if r.Comm != nil && !matchString(r.Comm, p.Comm) {
+		return 0
+	}
+	if r.Flag != "" {
+		if v, ok := FlagValue(p.Argv, r.Flag); !ok || v == "" {
+			return 0
+		}
+	}
+	if r.Cgroup != nil && !matchString(r.Cgroup, s.cgroup()) {
+		return 0
+	}
+	if r.Argv != nil || r.ExcludeArgv != nil {
+		argv := s.joinedArgv()
+		if r.Argv != nil && !matchString(r.Argv, argv) || excludes(r.ExcludeArgv, argv) {
+			return 0
+		}
+	}
+	if r.Exe != nil && (len(p.Argv) == 0 || !matchString(r.Exe, p.Argv[0])) {
+		if p.Unread&proc.FieldExe != 0 {
+			return proc.FieldExe
+		}
+		if !matchString(r.Exe, strings.TrimSuffix(p.Exe, deletedSuffix)) {
+			return 0
+		}
+	}
+	if r.NestedPIDNamespace {
+		if p.Unread&proc.FieldStatus != 0 {
+			return proc.FieldStatus
+		}
+		if len(p.NSpid) < 2 {
+			return 0
+		}
+	}
+	if r.Cwd != nil {
+		return p.Unread & proc.FieldCwd
+	}
+	return 0
+}
+
 // MatchCgroup returns the match of the first rule that recognises a
 // sandbox by the cgroup path alone (a rule with only a cgroup matcher), as
 // if a process lived there: what finds a runtime's cgroup that no live
@@ -337,7 +416,7 @@ func (r *Rule) match(s *subject) (Match, bool) {
 		if r.Argv != nil && !matchString(r.Argv, argv) {
 			return Match{}, false
 		}
-		if r.ExcludeArgv != nil && r.ExcludeArgv.MatchString(argv) {
+		if excludes(r.ExcludeArgv, argv) {
 			return Match{}, false
 		}
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,10 +50,25 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 	case 1:
 		return hits[0], nil
 	case 0:
-		return nil, fmt.Errorf("%w: no sandbox ID starts with %q%s", ErrResolve, arg, candidates(v, v.Sandboxes))
+		if len(v.Sandboxes) == 0 {
+			return nil, fmt.Errorf("%w: no sandbox ID starts with %q (no sandboxes on this host)", ErrResolve, arg)
+		}
+		return nil, fmt.Errorf("%w: no sandbox ID starts with %q; %s on this host, the nearest:%s",
+			ErrResolve, arg, countSandboxes(len(v.Sandboxes)), list(v, nearest(v.Sandboxes, arg)))
 	default:
 		return nil, fmt.Errorf("%w: %q is ambiguous%s", ErrResolve, arg, candidates(v, hits))
 	}
+}
+
+// maxCandidates bounds the sandboxes an error lists: a big host has
+// thousands.
+const maxCandidates = 10
+
+func countSandboxes(n int) string {
+	if n == 1 {
+		return "1 sandbox"
+	}
+	return fmt.Sprintf("%d sandboxes", n)
 }
 
 // candidates lists sandboxes by the name that tells each apart: its Name,
@@ -61,12 +77,66 @@ func candidates(v *View, sbs []*Sandbox) string {
 	if len(sbs) == 0 {
 		return " (no sandboxes on this host)"
 	}
+	return "; candidates:" + list(v, sbs)
+}
+
+// list names at most maxCandidates sandboxes, one a line, and says how
+// many more there are.
+func list(v *View, sbs []*Sandbox) string {
 	var b strings.Builder
-	b.WriteString("; candidates:")
-	for _, sb := range sbs {
+	for _, sb := range sbs[:min(len(sbs), maxCandidates)] {
 		fmt.Fprintf(&b, "\n  %s  %s", v.FullName(sb), sb.Runtime)
 	}
+	if n := len(sbs) - maxCandidates; n > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more", n)
+	}
 	return b.String()
+}
+
+// nearest orders the sandboxes by how near their name is to arg, a
+// mistyped ID or prefix: the longest shared prefix (of the ID or the
+// Name) first, then the smallest edit distance between arg and as much of
+// the ID, then by ID; it keeps the first maxCandidates.
+func nearest(sbs []*Sandbox, arg string) []*Sandbox {
+	type scored struct {
+		sb           *Sandbox
+		prefix, dist int
+	}
+	all := make([]scored, len(sbs))
+	for i, sb := range sbs {
+		prefix := max(commonPrefix(sb.ID, arg), commonPrefix(sb.Name(), arg))
+		all[i] = scored{sb, prefix, editDistance(arg, sb.ID[:min(len(sb.ID), len(arg))])}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		return cmp.Or(cmp.Compare(b.prefix, a.prefix), cmp.Compare(a.dist, b.dist), strings.Compare(a.sb.ID, b.sb.ID))
+	})
+	out := make([]*Sandbox, 0, maxCandidates)
+	for _, s := range all[:min(len(all), maxCandidates)] {
+		out = append(out, s.sb)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (IDs
+// are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // FullName is the shortest name that Resolve takes for exactly sb: its

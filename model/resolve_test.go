@@ -2,8 +2,11 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc"
 )
 
 func TestResolve(t *testing.T) {
@@ -19,7 +22,7 @@ func TestResolve(t *testing.T) {
 		{arg: "ff", want: "ffff0000"},
 		{arg: "0123456789abcdef-t", want: "0123456789abcdef-two"},
 		{arg: "0123", errHas: "ambiguous; candidates:\n  0123456789abcdef-one  sim\n  0123456789abcdef-two  sim"},
-		{arg: "nope", errHas: `no sandbox ID starts with "nope"; candidates:`},
+		{arg: "nope", errHas: `no sandbox ID starts with "nope"; 3 sandboxes on this host, the nearest:`},
 		{arg: "", errHas: "empty sandbox ID"},
 		{arg: "  ", errHas: "empty sandbox ID"},
 	}
@@ -36,6 +39,34 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("got %v, %v; want %s", sb, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestResolveListsNearestOnly: an unknown ID on a host of many sandboxes
+// names at most ten, the nearest first (shared prefix, then edit
+// distance), and says how many there are.
+func TestResolveListsNearestOnly(t *testing.T) {
+	var procs []*proc.Process
+	for i := range 40 {
+		procs = append(procs, pr(300+i, 1, fmt.Sprintf("sim --sandbox %04x0000", i*7)))
+	}
+	procs = append(procs, pr(400, 1, "sim --sandbox beef1234"), pr(401, 1, "sim --sandbox beaf1234"))
+	v := Build(snap(procs...), rules, nil)
+	_, err := v.Resolve("beef1243")
+	if err == nil {
+		t.Fatal("resolved a mistyped ID")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "42 sandboxes on this host, the nearest:\n  beef1234  sim\n  beaf1234  sim\n") {
+		t.Errorf("error does not list beef1234 then beaf1234 first:\n%s", msg)
+	}
+	if n := strings.Count(msg, "\n  "); n != maxCandidates {
+		t.Errorf("%d candidates listed, want %d:\n%s", n, maxCandidates, msg)
+	}
+	// An ambiguous prefix of many is cut the same way.
+	_, err = v.Resolve("0")
+	if n := strings.Count(err.Error(), "\n  "); n != maxCandidates+1 || !strings.Contains(err.Error(), "… and ") {
+		t.Errorf("ambiguous prefix lists %d lines:\n%s", n, err)
 	}
 }
 

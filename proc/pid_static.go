@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -37,6 +36,12 @@ type staticReader struct {
 	link []byte
 	stat []byte
 	n    readCounts
+	// dir is the process directory being read, with a trailing slash.
+	dir []byte
+	// missing is set when a file of the process being read was missing.
+	missing bool
+	// probe is the Process handed to a lazy scan's Need.
+	probe Process
 }
 
 func newStaticReader() *staticReader {
@@ -52,8 +57,10 @@ func newStaticReader() *staticReader {
 const unixPathMax = 4096
 
 // read reads the static fields of the process whose stat is st, from
-// root/PID. It reports gone when the process vanished meanwhile (or its
-// pid was reused), in which case the process must be left out of the scan.
+// root/PID: cmdline and cgroup always, then exe, cwd and status as need
+// asks for them (all of them when need is nil; see Options.Need). It
+// reports gone when the process vanished meanwhile (or its pid was
+// reused), in which case the process must be left out of the scan.
 //
 // Each field is read on its own so that one failure costs only that field:
 // a permission error (exe and cwd need ptrace access, proc(5)) or a parse
@@ -61,7 +68,7 @@ const unixPathMax = 4096
 // process may have exited, or the file may simply not exist (a fixture, an
 // old kernel). A second read of stat tells them apart: if the same identity
 // is still there, the file was missing and the field stays empty.
-func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts) (static, bool) {
+func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, need func(*Process) Fields) (static, bool) {
 	sf := static{comm: st.comm, startCode: st.startCode, uid: -1}
 	if kernel {
 		// Kernel threads have no argv, exe, cwd or cgroup of interest, and run
@@ -69,54 +76,107 @@ func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts) (st
 		sf.uid = 0
 		return sf, false
 	}
-	dir := filepath.Join(root, strconv.Itoa(st.pid)) + "/"
-	missing := false
-	note := func(err error) {
-		switch {
-		case err == nil:
-		case IsVanished(err):
-			missing = true
-		default:
-			sf.partial = true
-		}
-	}
+	r.begin(root, st.pid)
 	if st.state != 'Z' && st.state != 'X' {
 		// A zombie has released its memory and files: cmdline reads empty and
 		// exe/cwd do not resolve (ENOENT), which would look like a vanished
 		// process. Skip them rather than mistake the one for the other.
 		r.n.cmdline++
-		b, err := readFileInto(dir+"cmdline", &r.buf, maxCmdline, true)
-		note(err)
+		b, err := readFileInto(r.path("cmdline"), &r.buf, maxCmdline, true)
+		r.note(&sf, err)
 		sf.argv = parseCmdline(b)
-		r.n.exe++
-		sf.exe, err = r.readlink(dir + "exe")
-		note(err)
-		r.n.cwd++
-		sf.cwd, err = r.readlink(dir + "cwd")
-		note(err)
 	}
-	r.n.status++
-	b, err := readFileInto(dir+"status", &r.buf, maxCmdline, true)
-	if err == nil {
-		sf.uid, sf.nspid, err = parseStatusIDs(b)
-	}
-	note(err)
 	r.n.cgroup++
-	b, err = readFileInto(dir+"cgroup", &r.buf, maxCmdline, true)
+	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
 	if err == nil {
 		sf.cgroup, sf.freezer, err = parseCgroupPaths(b, m)
 	}
-	note(err)
-	if missing {
-		r.n.stat++
-		var again procfs.ProcStat
-		if err := readStatFile(dir+"stat", r.stat, &again); err != nil || again.Starttime != st.start {
+	r.note(&sf, err)
+	sf.unread = AllFields
+	r.details(st, &sf, need)
+	if r.missing {
+		if !r.sameProcess(st) {
 			return static{}, true
 		}
 		sf.partial = true
 	}
 	return sf, false
 }
+
+// details reads the fields of sf that are still unread and that need asks
+// for (all of them when need is nil), asking again after each round: what
+// a rule needs can depend on what was just read. st and sf must have been
+// read from r.dir.
+func (r *staticReader) details(st *pidStat, sf *static, need func(*Process) Fields) {
+	for sf.unread != 0 {
+		want := sf.unread
+		if need != nil {
+			fillProcess(&r.probe, st, sf, false, 0)
+			if want &= need(&r.probe); want == 0 {
+				break
+			}
+		}
+		sf.unread &^= want
+		alive := st.state != 'Z' && st.state != 'X'
+		if want&FieldExe != 0 && alive {
+			var err error
+			r.n.exe++
+			sf.exe, err = r.readlink(r.path("exe"))
+			r.note(sf, err)
+		}
+		if want&FieldCwd != 0 && alive {
+			var err error
+			r.n.cwd++
+			sf.cwd, err = r.readlink(r.path("cwd"))
+			r.note(sf, err)
+		}
+		if want&FieldStatus != 0 {
+			r.n.status++
+			sf.uid, sf.nspid = -1, nil
+			b, err := readFileInto(r.path("status"), &r.buf, maxCmdline, true)
+			if err == nil {
+				sf.uid, sf.nspid, err = parseStatusIDs(b)
+			}
+			r.note(sf, err)
+		}
+	}
+	if sf.unread&FieldStatus != 0 {
+		sf.uid = 0 // "not read", not the -1 of "unreadable"
+	}
+	r.probe = Process{}
+}
+
+// note records how one read went: a vanished file is set aside for
+// sameProcess to judge, any other failure marks the process partial.
+func (r *staticReader) note(sf *static, err error) {
+	switch {
+	case err == nil:
+	case IsVanished(err):
+		r.missing = true
+	default:
+		sf.partial = true
+	}
+}
+
+// sameProcess reads stat again after a file went missing: true when the
+// same identity is still there (the file simply does not exist, and the
+// process is partial), false when the process is gone or its pid reused.
+func (r *staticReader) sameProcess(st *pidStat) bool {
+	r.n.stat++
+	var again procfs.ProcStat
+	return readStatFile(r.path("stat"), r.stat, &again) == nil && again.Starttime == st.start
+}
+
+// begin starts reading the process directory root/PID.
+func (r *staticReader) begin(root string, pid int) {
+	r.dir = append(append(r.dir[:0], root...), '/')
+	r.dir = strconv.AppendInt(r.dir, int64(pid), 10)
+	r.dir = append(r.dir, '/')
+	r.missing = false
+}
+
+// path is the file name in the process directory being read.
+func (r *staticReader) path(name string) string { return string(r.dir) + name }
 
 // readlink reads a /proc/PID symlink. A missing link reads as "" without
 // error, as procfs's Executable and Cwd have it: a kernel thread or an

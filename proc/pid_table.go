@@ -94,6 +94,9 @@ type pidTable struct {
 	root string
 	// holdable is true when root is a real procfs.
 	holdable bool
+	// births watches for new pids, so a refresh can skip the listing
+	// when there are none (see pidBirths).
+	births pidBirths
 	// fds counts the descriptors held, here and in the cgroup files.
 	fds *fdBudget
 	// slots are the pids of the last scan, ascending; next is the spare
@@ -109,7 +112,7 @@ type pidTable struct {
 func newPIDTable(root string, fds *fdBudget) pidTable {
 	var sfs unix.Statfs_t
 	holdable := unix.Statfs(root, &sfs) == nil && sfs.Type == procSuperMagic
-	return pidTable{root: root, holdable: holdable, fds: fds}
+	return pidTable{root: root, holdable: holdable, fds: fds, births: newPIDBirths(root, holdable)}
 }
 
 // scan lists the pids and appends each one's stat to found, ascending by
@@ -122,9 +125,21 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 // and all of it kernel time (pread regenerates the stat text), run in
 // parallel: each goroutine reads its own slots into its own buffer.
 func (t *pidTable) scan(found []statRead, n *readCounts, workers int) ([]statRead, error) {
-	pids, err := t.lister.list(t.root)
-	if err != nil {
-		return found, err
+	var pids []int
+	if t.births.none() && len(t.slots) > 0 {
+		// Nothing was born since the last listing: its pids are still
+		// the candidates, and those that died fail their read below.
+		pids = t.lister.pids[:0]
+		for _, sl := range t.slots {
+			pids = append(pids, sl.pid)
+		}
+		t.lister.pids = pids
+	} else {
+		var err error
+		if pids, err = t.lister.list(t.root); err != nil {
+			return found, err
+		}
+		n.list++
 	}
 	t.next = slices.Grow(t.next[:0], len(pids))
 	old := t.slots

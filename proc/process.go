@@ -60,7 +60,29 @@ type Process struct {
 	// Partial is true when some field could not be read (usually EACCES as
 	// a non-root user).
 	Partial bool
+	// Unread lists the fields a lazy scan did not read (see Options.Need):
+	// they are left at their zero value, which then means "not read", not
+	// "unreadable" (UID is 0 then, not -1). Zero after a full read.
+	Unread Fields
 }
+
+// Fields names the fields of a Process that a lazy scan may leave unread:
+// the ones that cost the most to read and that no cheap matcher needs.
+// Every scan reads stat, cmdline and cgroup.
+type Fields uint8
+
+const (
+	// FieldExe is Exe: a readlink of /proc/PID/exe.
+	FieldExe Fields = 1 << iota
+	// FieldCwd is Cwd: a readlink of /proc/PID/cwd.
+	FieldCwd
+	// FieldStatus is UID and NSpid: /proc/PID/status, the dearest file
+	// of a process to read (the kernel walks its memory counters).
+	FieldStatus
+
+	// AllFields is every field a lazy scan may leave unread.
+	AllFields = FieldExe | FieldCwd | FieldStatus
+)
 
 // ID returns the process's identity.
 func (p *Process) ID() Identity { return Identity{PID: p.PID, Start: p.Start} }

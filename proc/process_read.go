@@ -116,12 +116,16 @@ type static struct {
 	cgroup, freezer string
 	nspid           []int
 	partial         bool
+	// unread are the fields a lazy scan left unread.
+	unread Fields
 }
 
 // readCounts counts file reads by kind, for tests and benchmarks that prove
 // what a refresh touches.
 type readCounts struct {
 	stat, status, cmdline, cgroup, exe, cwd int
+	// list counts listings of the pid directories.
+	list int
 }
 
 func (c *readCounts) add(o readCounts) {
@@ -131,6 +135,7 @@ func (c *readCounts) add(o readCounts) {
 	c.cgroup += o.cgroup
 	c.exe += o.exe
 	c.cwd += o.cwd
+	c.list += o.list
 }
 
 // static returns how many files other than stat were read.
@@ -161,6 +166,7 @@ func fillProcess(p *Process, st *pidStat, sf *static, kernel bool, pageSize uint
 		NSpid:    sf.nspid,
 		Kernel:   kernel,
 		Partial:  sf.partial,
+		Unread:   sf.unread,
 	}
 }
 

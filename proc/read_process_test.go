@@ -26,7 +26,7 @@ func readProcess(procRoot string, pid int) (*Process, error) {
 	}
 	kernel := isKernel(st, kthreadd)
 	ps := compactStat(&st)
-	sf, gone := newStaticReader().read(procRoot, &ps, kernel, mounts)
+	sf, gone := newStaticReader().read(procRoot, &ps, kernel, mounts, nil)
 	if gone {
 		return nil, fmt.Errorf("read pid %d: %w", pid, fs.ErrNotExist)
 	}

@@ -30,6 +30,23 @@ type Options struct {
 	// fixture trees can carry a fake cgroupfs (e.g.
 	// proc/testdata/<case>/sys/fs/cgroup/unified/...). Default "".
 	SysRoot string
+	// Need makes the scan lazy. Every scan reads each new process's stat,
+	// cmdline and cgroup; with Need set, it then reads only the fields Need
+	// asks for (exe, cwd, status) and marks the rest in Process.Unread.
+	// Need is called again after each read, with the fields read so far
+	// filled in, until it asks for nothing more (a rule with exe and cwd
+	// matchers needs the cwd only once the exe matched). It must depend on
+	// nothing but the static fields (comm, argv, exe, cwd, cgroup,
+	// freezer): its answer is cached with them, per identity. It runs on
+	// the scan's reading goroutines, must be safe for concurrent use, and
+	// must not keep p. model.Rules.Needs is the one sandtop uses: it asks
+	// for what some rule's matchers could still depend on.
+	//
+	// A nil Need reads every field of every process: a full read. Use it
+	// for anything that will be matched against rules not known now (a
+	// recording replayed with other rules) or that shows every field of
+	// every process.
+	Need func(p *Process) Fields
 }
 
 // Scanner reads snapshots of the host. It caches the static fields of each
@@ -45,6 +62,7 @@ type Scanner struct {
 	bootTime time.Time
 	self     int
 	pageSize uint64
+	need     func(*Process) Fields
 
 	mu    sync.Mutex
 	gen   uint64
@@ -105,6 +123,7 @@ func NewScanner(opts Options) (*Scanner, error) {
 		bootTime: time.Unix(int64(stat.BootTime), 0),
 		self:     readSelf(root),
 		pageSize: uint64(os.Getpagesize()),
+		need:     opts.Need,
 		cache:    newScanCache(),
 		fds:      fdBudget{limit: heldFDBudget()},
 		hostPath: filepath.Join(root, "sys", "kernel", "hostname"),
@@ -147,7 +166,9 @@ func (s *Scanner) Invalidate(id Identity) {
 // refresh, not a cold scan of the whole host (at 10,000 processes about a
 // tenth). A seeded entry knows no startcode, which a Process does not
 // carry, so for those identities an exec is noticed by comm alone (see
-// scan_cache.go).
+// scan_cache.go). A process snap left fields of unread (a lazy scan) has
+// them read on its first scan here when this scanner's Need (or a full
+// read) asks for them.
 func (s *Scanner) Seed(snap *Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,7 +180,8 @@ func (s *Scanner) Seed(snap *Snapshot) {
 		s.cache.store(id, &cacheEntry{static: static{
 			comm: p.Comm, argv: p.Argv, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
 			cgroup: p.Cgroup, freezer: p.Freezer, nspid: p.NSpid, partial: p.Partial,
-		}, gen: s.gen})
+			unread: p.Unread,
+		}, gen: s.gen, seeded: p.Unread != 0})
 	}
 }
 

@@ -40,6 +40,9 @@ type cacheEntry struct {
 	static
 	// gen is the last scan generation that saw this identity.
 	gen uint64
+	// seeded marks an entry Seed made with fields unread: the next scan
+	// asks its own Need whether to read them (see Scanner.readStatics).
+	seeded bool
 	// proc is the Process the last scan handed out for this identity, built
 	// from this entry's static fields. The next scan hands out the same
 	// pointer when stat shows nothing new (see sameStat), so an idle process

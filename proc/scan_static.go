@@ -38,12 +38,16 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		if e := s.cache.lookup(f.st.identity(), f.st.comm, f.st.startCode); e != nil {
 			e.gen = s.gen
 			f.entry = e
+			if e.seeded {
+				s.readSeeded(f)
+			}
 			continue
 		}
 		todo = append(todo, i)
 	}
 	s.todo = todo
 	if len(todo) == 0 {
+		s.countReads()
 		return
 	}
 	s.cache.reserve(len(todo))
@@ -62,7 +66,7 @@ func (s *Scanner) readStatics(kthreadd bool) {
 			for _, i := range todo[start:min(end, len(todo))] {
 				f := &s.found[i]
 				f.entry = &cacheEntry{gen: s.gen}
-				f.entry.static, f.gone = r.read(s.root, &f.st, f.st.kernel(kthreadd), s.mounts)
+				f.entry.static, f.gone = r.read(s.root, &f.st, f.st.kernel(kthreadd), s.mounts, s.need)
 			}
 		}
 	}
@@ -75,10 +79,7 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		}
 		wg.Wait()
 	}
-	for _, r := range s.readers {
-		s.reads.add(r.n)
-		r.n = readCounts{}
-	}
+	s.countReads()
 	for _, i := range todo {
 		if f := &s.found[i]; !f.gone {
 			s.strings.internStatic(&f.entry.static)
@@ -86,6 +87,40 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		}
 	}
 	s.strings.trim(s.cache.len())
+}
+
+// countReads adds up what the readers read.
+func (s *Scanner) countReads() {
+	for _, r := range s.readers {
+		s.reads.add(r.n)
+		r.n = readCounts{}
+	}
+}
+
+// readSeeded reads what a seeded entry (Scanner.Seed) left unread and this
+// scanner's Need asks for. It runs once per seeded identity, on the
+// scanning goroutine: the snapshot a scanner is seeded from was made with
+// the same rules, so there is seldom anything left to read.
+func (s *Scanner) readSeeded(f *statRead) {
+	e := f.entry
+	e.seeded = false
+	if len(s.readers) == 0 {
+		s.readers = append(s.readers, newStaticReader())
+	}
+	r := s.readers[0]
+	sf := e.static
+	r.begin(s.root, f.st.pid)
+	r.details(&f.st, &sf, s.need)
+	if sf.unread == e.unread {
+		return
+	}
+	if r.missing && !r.sameProcess(&f.st) {
+		f.gone = true
+		return
+	}
+	sf.partial = sf.partial || r.missing
+	s.strings.internStatic(&sf)
+	e.static, e.proc = sf, nil
 }
 
 // interner shares one copy of the strings many processes have alike: the

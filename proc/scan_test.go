@@ -325,7 +325,7 @@ func TestScanCacheFixture(t *testing.T) {
 	// files from an exit; cmdline, exe and cwd for the seven live user
 	// processes; status and cgroup for those and the zombie; nothing more for
 	// the three kernel threads.
-	want := readCounts{stat: pidDirs + 1, status: 8, cmdline: 7, cgroup: 8, exe: 7, cwd: 7}
+	want := readCounts{stat: pidDirs + 1, status: 8, cmdline: 7, cgroup: 8, exe: 7, cwd: 7, list: 1}
 	if s.reads != want {
 		t.Errorf("cold scan reads = %+v, want %+v", s.reads, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -115,7 +116,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	if p.LeftoverOnly() {
 		return r.leftovers(ctx)
 	}
-	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%d processes; %s; %s", len(p.Members), r.cgroupWord(), p.Strategy())})
+	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%s; %s; %s", plural(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())})
 
 	r.pinMembers()
 	if p.Grace > 0 && ctx.Err() == nil {
@@ -222,9 +223,9 @@ func (r *run) pinMembers() {
 		r.add(pin)
 		pinned++
 	}
-	detail := fmt.Sprintf("%d of %d processes pinned by pidfd", pinned, len(r.p.Members))
+	detail := fmt.Sprintf("%d of %s pinned by pidfd", pinned, plural(len(r.p.Members), "process", "processes"))
 	if fallback {
-		detail = fmt.Sprintf("%d of %d processes pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, len(r.p.Members))
+		detail = fmt.Sprintf("%d of %s pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, plural(len(r.p.Members), "process", "processes"))
 	}
 	r.event(Event{Step: StepPin, Status: OK, Detail: detail})
 }
@@ -320,22 +321,32 @@ func (r *run) graceful(ctx context.Context) {
 		r.signal(StepTerm, p, unix.SIGCONT, true)
 	}
 	waitStart := r.e.now()
-	wctx, cancel := context.WithTimeout(ctx, r.p.Grace)
+	wctx, cancel := graceContext(ctx, r.p.Grace)
 	defer cancel()
 	// A leaf can be gone before the wait starts: count it among those
-	// that exited, not out of the total.
-	live := r.live()
+	// that exited, not out of the total. A process that refused SIGTERM
+	// with EPERM will not act on it: waiting for it would only burn the
+	// grace.
+	all := r.live()
+	live := slices.DeleteFunc(slices.Clone(all), func(p *Pinned) bool { return r.denied[p.ID] })
 	exited, _ := WaitExit(wctx, live)
 	for _, p := range exited {
 		r.dead[p.ID] = true
 	}
 	left := len(live) - len(exited)
 	took := r.e.now().Sub(waitStart).Round(time.Millisecond)
-	if left == 0 {
-		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("all %d exited after SIGTERM in %s", len(termed), took)})
-		return
+	refused := ""
+	if n := len(all) - len(live); n > 0 {
+		refused = plural(n, "process", "processes") + " refused SIGTERM with EPERM, not waited for; "
 	}
-	r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%d of %d still running after %s: escalating to SIGKILL", left, len(termed), took)})
+	switch {
+	case left == 0 && refused == "":
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("all %d exited after SIGTERM in %s", len(termed), took)})
+	case left == 0:
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%s%d of the others exited in %s", refused, len(exited), took)})
+	default:
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%s%d of %d still running after %s: escalating to SIGKILL", refused, left, len(termed), took)})
+	}
 }
 
 // step reports a single-shot step from its error. A cgroup that vanished

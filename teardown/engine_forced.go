@@ -233,9 +233,18 @@ func (r *run) stopAndKill(ctx context.Context) {
 			stopped++
 		}
 	}
-	detail := fmt.Sprintf("%d of %d processes stopped in %d passes; %d born late and pinned", stopped, len(live), passes+1, found)
-	if stopped < len(live) {
-		detail += "; the others are in uninterruptible sleep, frozen, or not ours to signal"
+	detail := fmt.Sprintf("%d of %s stopped in %s; %d born late and pinned", stopped, plural(len(live), "process", "processes"), plural(passes+1, "pass", "passes"), found)
+	denied := 0
+	for _, p := range live {
+		if r.denied[p.ID] {
+			denied++
+		}
+	}
+	if denied > 0 {
+		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", plural(denied, "process", "processes"))
+	}
+	if rest := len(live) - stopped - denied; rest > 0 {
+		detail += fmt.Sprintf("; %s in uninterruptible sleep or frozen", plural(rest, "process", "processes"))
 	}
 	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: detail})
 	for _, p := range r.live() {

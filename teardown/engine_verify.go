@@ -27,7 +27,9 @@ func (r *run) scan() (*proc.Snapshot, error) {
 		r.sc = r.e.scanner
 	}
 	if r.sc == nil {
-		sc, err := proc.NewScanner(proc.Options{ProcRoot: r.e.procRoot, SysRoot: r.e.sysRoot})
+		// Verify re-groups with the plan's rules only, so it reads what
+		// they need (a lazy scan), like the scan that made the plan.
+		sc, err := proc.NewScanner(proc.Options{ProcRoot: r.e.procRoot, SysRoot: r.e.sysRoot, Need: r.e.rules.Needs})
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +66,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			detail := fmt.Sprintf("fresh scan: nothing of %s remains", r.p.Target)
 			if r.p.CgroupDir != "" {
 				if pids, _ := ReadProcs(r.p.CgroupDir); len(pids) > 0 {
-					detail += fmt.Sprintf("; %s still holds %d processes that are not the target's (%v), left alone", r.p.Cgroup, len(pids), pids)
+					detail += fmt.Sprintf("; %s still holds %s that are not the target's (%v), left alone", r.p.Cgroup, plural(len(pids), "process", "processes"), pids)
 				} else {
 					detail += "; " + r.p.Cgroup + " is empty"
 				}
@@ -77,7 +79,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		}
 		if vctx.Err() != nil || r.hopeless(left) {
 			sv := r.survivors(snap, nil)
-			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%d processes of %s survive after %s: %s", len(sv), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
+			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%s of %s survive after %s: %s", plural(len(sv), "process", "processes"), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
 			return sv
 		}
 		fresh := 0
@@ -87,7 +89,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			}
 			r.pinPIDs([]int{p.PID}, 0)
 		}
-		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %d processes still in %s (%d new): killing them", round, len(left), r.p.Target, fresh)})
+		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, plural(len(left), "process", "processes"), r.p.Target, fresh)})
 		if r.p.CgroupDir != "" && r.cgroupNotOurs(snap) == "" {
 			if err := Kill(r.p.CgroupDir); err == nil {
 				r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: "killed every process in " + r.p.Cgroup + " again"})

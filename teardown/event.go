@@ -75,6 +75,9 @@ type Totals struct {
 // MarshalJSON renders Elapsed in milliseconds, which is what people read.
 func (t Totals) MarshalJSON() ([]byte, error) {
 	type plain Totals
+	if t.Survivors == nil {
+		t.Survivors = []Survivor{} // "survivors": [], never null
+	}
 	return json.Marshal(struct {
 		plain
 		ElapsedMS float64 `json:"elapsed_ms"`
@@ -91,22 +94,30 @@ type Survivor struct {
 // OK reports whether nothing of the target survived and no step failed.
 func (t *Totals) OK() bool { return len(t.Survivors) == 0 && t.Failed == 0 }
 
-// Text is the event as one line without its status: step, pid, comm and
-// detail, with the errno first when there is one ("kill 99: EPERM (needs root)").
+// Text is the event as one line without its status: the step name in a
+// column of its own, then the process the step acted on and the detail
+// ("kill        99 sleep: EPERM (needs root)"), or the detail alone for a
+// step about the whole target ("verify      fresh scan: nothing remains").
 func (ev Event) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-11s", ev.Step)
+	fmt.Fprintf(&b, "%-11s ", ev.Step)
+	subject := ""
 	if ev.PID != 0 {
-		b.WriteString(" " + strconv.Itoa(ev.PID))
+		subject = strconv.Itoa(ev.PID)
 	}
 	if ev.Comm != "" {
-		b.WriteString(" " + ev.Comm)
+		subject = strings.TrimSpace(subject + " " + ev.Comm)
+	}
+	b.WriteString(subject)
+	sep := ""
+	if subject != "" {
+		sep = ": "
 	}
 	switch {
 	case ev.Error != "":
-		fmt.Fprintf(&b, ": %s (%s)", ev.Error, ev.Detail)
+		fmt.Fprintf(&b, "%s%s (%s)", sep, ev.Error, ev.Detail)
 	case ev.Detail != "":
-		b.WriteString(": " + ev.Detail)
+		b.WriteString(sep + ev.Detail)
 	}
-	return b.String()
+	return strings.TrimRight(b.String(), " ")
 }

@@ -3,6 +3,7 @@ package teardown
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,17 +51,21 @@ func TestLeftoverCgroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	tot := eng.Run(t.Context(), p, func(ev Event) { lines = append(lines, string(ev.Status)+" "+ev.Text()) })
-	all := strings.Join(lines, "\n")
-	for _, want := range []string{
-		"ok     cleanup    : removed empty cgroup " + cgPath(empty),
-		"skip   cleanup    : kept cgroup " + cgPath(busy) + ": not empty",
-		"skip   cleanup    : kept cgroup " + cgPath(unit) + ": a systemd unit's",
-		"ok     cleanup    : removed " + dir,
+	var events []Event
+	tot := eng.Run(t.Context(), p, func(ev Event) { events = append(events, ev) })
+	for _, want := range []struct {
+		status Status
+		detail string
+	}{
+		{OK, "removed empty cgroup " + cgPath(empty)},
+		{Skip, "kept cgroup " + cgPath(busy) + ": not empty"},
+		{Skip, "kept cgroup " + cgPath(unit) + ": a systemd unit's"},
+		{OK, "removed " + dir},
 	} {
-		if !strings.Contains(normalize(all), normalize(want)) {
-			t.Errorf("no %q in\n%s", want, all)
+		if !slices.ContainsFunc(events, func(ev Event) bool {
+			return ev.Step == StepCleanup && ev.Status == want.status && ev.Detail == want.detail
+		}) {
+			t.Errorf("no cleanup event %s %q in %+v", want.status, want.detail, events)
 		}
 	}
 	for d, gone := range map[string]bool{empty: true, busy: false, unit: false, dir: true} {
@@ -75,8 +80,6 @@ func TestLeftoverCgroups(t *testing.T) {
 		t.Error("the process in the busy cgroup was touched")
 	}
 }
-
-func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func mustScan(t *testing.T, sc *proc.Scanner) *proc.Snapshot {
 	t.Helper()

@@ -7,6 +7,7 @@ package ui
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
@@ -50,6 +52,9 @@ type Options struct {
 	ShowHost bool
 	// LookupUser names a uid (LookupUser when nil); called from a Cmd.
 	LookupUser func(uid int) string
+	// EUID is the effective uid to judge whose processes can be signalled
+	// (os.Geteuid() when 0; tests set it).
+	EUID int
 	// Styles (DefaultStyles when nil).
 	Styles *Styles
 	// Replay shows a recording instead of scanning Source: read-only,
@@ -77,6 +82,7 @@ type Model struct {
 	help   help.Model
 	grace  time.Duration
 	lookup func(int) string
+	euid   int // sandtop's effective uid: not root, others' processes refuse signals
 
 	width, height int
 
@@ -94,9 +100,11 @@ type Model struct {
 	expanded   map[string]bool
 	tags       map[rowKey]bool
 	sort       sortKey
+	reverse    bool // the sort order inverted (htop's I)
 	tree       bool
 	showHost   bool
 	filterQ    string
+	lastSearch string // the last search line, for F3 to go on from
 	flt        query.Query
 	fltErr     error // the filter line does not parse; flt is the last that did
 	shown      int   // sandboxes that pass the filter
@@ -121,7 +129,15 @@ type Model struct {
 
 	status    string
 	statusErr bool
-	quitArmed bool
+	// lastTeardown sums up the last closed teardown log; it stays on the
+	// status line until another one opens.
+	// clipboard copies text (OSC 52 to the terminal, from a Cmd; tests
+	// replace it).
+	clipboard    func(string) tea.Cmd
+	lastTeardown string
+	lastFailed   bool
+	quitArmed    bool
+	stopRuns     bool // the operator quit asking to stop the running teardowns
 
 	// bar is the replay's time bar; nil on the live screen.
 	bar *timebar
@@ -154,6 +170,10 @@ func New(o Options) *Model {
 		busy:     map[proc.Identity]int{},
 		interval: cmp.Or(o.Interval, DefaultInterval),
 		tick:     tickCmd,
+		euid:     cmp.Or(o.EUID, os.Geteuid()),
+		clipboard: func(s string) tea.Cmd {
+			return func() tea.Msg { termenv.Copy(s); return nil }
+		},
 	}
 	if m.lookup == nil {
 		m.lookup = LookupUser
@@ -180,10 +200,12 @@ func New(o Options) *Model {
 // ReadOnly reports whether the model has no way to tear anything down.
 func (m *Model) ReadOnly() bool { return m.killer == nil }
 
-// Shutdown cancels the teardowns still running and waits until each has
-// thawed what it froze and written its audit record. Call it after the
-// program returns.
-func (m *Model) Shutdown() { m.runs.shutdown() }
+// Shutdown waits until every teardown still running has finished: thawed
+// what it froze, verified and written its audit record. When the operator
+// quit by asking to stop them (q twice) they send no further signal first;
+// when the screen went away any other way (its terminal closed, a signal)
+// they finish as confirmed. Call it after the program returns.
+func (m *Model) Shutdown() { m.runs.shutdown(m.stopRuns) }
 
 // Init starts the first scan; the refresh tick is armed when it returns.
 func (m *Model) Init() tea.Cmd {
@@ -230,6 +252,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.panel.tick(msg)
 	case tea.KeyMsg:
 		cmd = m.keyPress(msg)
+	case tea.MouseMsg:
+		m.mouse(msg)
 	}
 	m.layout()
 	return m, cmd
@@ -291,7 +315,7 @@ func (m *Model) rebuild() {
 		keep, had = r.key, true
 	}
 	rows := buildRows(rowsInput{
-		view: m.view, cpu: m.cpu, sort: m.sort, tree: m.tree, host: m.showHost,
+		view: m.view, cpu: m.cpu, sort: m.sort, reverse: m.reverse, tree: m.tree, host: m.showHost,
 		filter: m.flt, expanded: m.expanded,
 	})
 	m.shown = 0
@@ -300,6 +324,7 @@ func (m *Model) rebuild() {
 			m.shown++
 		}
 	}
+	m.table.sort, m.table.reverse = m.sort, m.reverse
 	m.table.setRows(rows, keep, had)
 }
 
@@ -428,7 +453,11 @@ func (m *Model) headerState() headerState {
 	return headerState{
 		view: m.view, sum: m.sum, interval: m.interval, readOnly: m.ReadOnly(),
 		sort: m.sort, tree: m.tree, filter: m.filterQ, shown: m.shown, scanErr: m.scanErr,
-		held: m.mode == modeConfirm && m.pending != nil, replay: m.bar != nil,
+		held:   m.mode == modeConfirm && m.pending != nil,
+		replay: m.bar != nil,
+		tagged: len(m.tags),
+		row:    m.table.cursor + 1, rows: len(m.table.rows),
+		above: m.table.offset, below: max(len(m.table.rows)-m.table.offset-m.table.height, 0),
 	}
 }
 
@@ -444,7 +473,7 @@ func (m *Model) emptyView() string {
 	lines := []string{
 		s.Title.Render("no sandboxes on " + format.Printable(m.view.Host)),
 		"",
-		s.HeaderText.Render(fmt.Sprintf("%d processes run here, none of them in a sandbox sandtop knows.", len(m.view.Unattributed))),
+		s.HeaderText.Render(format.Count(len(m.view.Unattributed), "process runs", "processes run") + " here, none of them in a sandbox sandtop knows."),
 		s.Status.Render("press a to list them as the host group."),
 		s.Status.Render("sandboxes are recognised by rules: `sandtop rules` lists them;"),
 		s.Status.Render("`sandtop demo` starts a fake fleet to try sandtop on."),
@@ -461,14 +490,18 @@ func (m *Model) statusView() string {
 	case modeJump:
 		return "jump to (03:12, 03:12:30, +90s, -5m, RFC 3339) " + m.input.View()
 	}
-	if m.status == "" {
+	status, isErr := m.status, m.statusErr
+	if status == "" && !m.panel.open {
+		status, isErr = m.lastTeardown, m.lastFailed
+	}
+	if status == "" {
 		return ""
 	}
 	st := m.styles.Status
-	if m.statusErr {
+	if isErr {
 		st = m.styles.Error
 	}
-	return st.Render(ansi.Truncate(m.status, m.width, "…"))
+	return st.Render(ansi.Truncate(status, m.width, "…"))
 }
 
 // filterSyntax is the filter language's help, drawn under the full key

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +41,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return tea.Batch(cmds...)
 	}
-	if !key.Matches(msg, m.keys.Quit) {
+	if !key.Matches(msg, m.keys.Quit, m.keys.ForceQuit) {
 		m.quitArmed = false
 	}
 	m.setStatus("", false)
@@ -50,7 +51,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	t := &m.table
 	switch {
-	case key.Matches(msg, k.Quit):
+	case key.Matches(msg, k.Quit, k.ForceQuit):
 		return m.quit()
 	case m.bar != nil && m.bar.owns(msg):
 		return m.timeKey(msg)
@@ -77,8 +78,14 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Details):
 		m.showDetail = !m.showDetail
 	case key.Matches(msg, k.Search):
+		// F3 again after a search: the next match, the search line
+		// open on it to edit.
 		m.mode = modeSearch
-		m.input.SetValue("")
+		m.input.SetValue(m.lastSearch)
+		m.input.CursorEnd()
+		if m.lastSearch != "" {
+			m.jump(m.table.cursor + 1)
+		}
 		return m.input.Focus()
 	case key.Matches(msg, k.Filter):
 		m.mode = modeFilter
@@ -91,12 +98,18 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Sort):
 		m.sort = (m.sort + 1) % numSortKeys
 		m.rebuild()
-		m.setStatus("sorted by "+m.sort.String(), false)
+		m.setStatus("sorted by "+m.sortName(), false)
+	case key.Matches(msg, k.Reverse):
+		m.reverse = !m.reverse
+		m.rebuild()
+		m.setStatus("sorted by "+m.sortName(), false)
 	case key.Matches(msg, k.Host):
 		m.showHost = !m.showHost
 		m.rebuild()
 	case key.Matches(msg, k.Tag):
 		m.tag()
+	case key.Matches(msg, k.Copy):
+		return m.copyID()
 	case key.Matches(msg, k.Untag):
 		clear(m.tags)
 	case key.Matches(msg, k.Kill):
@@ -108,13 +121,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.setStatus("a refresh is already running", false)
 	case key.Matches(msg, k.Faster, k.Slower):
 		return m.setInterval(key.Matches(msg, k.Faster))
-	case key.Matches(msg, k.Help):
+	case key.Matches(msg, k.ShowHelp, k.CloseHelp):
 		m.help.ShowAll = !m.help.ShowAll
-		if m.help.ShowAll {
-			k.Help.SetHelp("?", "fewer keys")
-		} else {
-			k.Help.SetHelp("?", "more keys")
-		}
+		k.showingHelp(m.help.ShowAll)
 	case key.Matches(msg, k.SwitchFocus):
 		if m.panel.open {
 			m.panel.focused = true
@@ -147,8 +156,12 @@ func (m *Model) panelKey(msg tea.KeyMsg) bool {
 func (m *Model) escape() {
 	switch {
 	case m.panel.open:
+		sum := m.panel.batch
 		if !m.panel.close() {
 			m.setStatus("a teardown is still running: its log stays until it ends", true)
+		} else if sum.targets > 0 {
+			// The log is gone; what it came to stays in sight.
+			m.lastTeardown, m.lastFailed = "last teardown: "+sum.String(), sum.survivors > 0 || sum.failed > 0
 		}
 	case m.showDetail:
 		m.showDetail = false
@@ -163,6 +176,7 @@ func (m *Model) quit() tea.Cmd {
 		m.setStatus("a teardown is running: press q again to stop it and quit", true)
 		return nil
 	}
+	m.stopRuns = m.panel.running > 0
 	return tea.Quit
 }
 
@@ -266,7 +280,7 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 	ik := newInputKeys(m.mode == modeSearch)
 	search := m.mode == modeSearch
 	switch {
-	case msg.String() == "ctrl+c":
+	case key.Matches(msg, m.keys.ForceQuit):
 		return m.quit()
 	case !search && key.Matches(msg, ik.Accept) && m.fltErr != nil:
 		return nil // the error under the prompt says what to fix
@@ -300,10 +314,20 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 // search line.
 func (m *Model) jump(start int) {
 	q := strings.ToLower(strings.TrimSpace(m.input.Value()))
+	m.lastSearch = q
 	if q == "" {
 		return
 	}
-	if i := m.table.search(q, start); i >= 0 {
+	i, mb := m.table.search(q, start)
+	if i >= 0 && mb != nil {
+		// The match is inside a collapsed sandbox: open it, land on the
+		// member.
+		sb := m.table.rows[i].key.sandbox
+		m.expanded[sb] = true
+		m.rebuild()
+		i = find(m.table.rows, rowKey{sandbox: sb, id: mb.ID()})
+	}
+	if i >= 0 {
 		m.table.cursor = i
 		m.table.clamp()
 		m.setStatus("", false)
@@ -324,4 +348,27 @@ func (m *Model) setFilter(q string) {
 	}
 	m.filterQ, m.flt = q, flt
 	m.rebuild()
+}
+
+func (m *Model) sortName() string {
+	if m.reverse {
+		return m.sort.String() + ", reversed"
+	}
+	return m.sort.String()
+}
+
+// copyID puts the selected sandbox's full ID (a process's pid) on the
+// clipboard with OSC 52, which works over ssh and in tmux (with
+// set-clipboard on); the write happens in a Cmd.
+func (m *Model) copyID() tea.Cmd {
+	r := m.table.selected()
+	if r == nil || r.kind == rowHost {
+		return nil
+	}
+	s := strconv.Itoa(r.key.id.PID)
+	if r.kind == rowSandbox {
+		s = r.sb.ID
+	}
+	m.setStatus("copied "+s+" (OSC 52: the terminal must allow it)", false)
+	return m.clipboard(s)
 }

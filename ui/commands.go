@@ -81,6 +81,9 @@ func planCmd(k Killer, v *model.View, targets []Target, grace time.Duration) tea
 type runs struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	// gone is closed when the screen has gone: nobody reads a batch's
+	// events any more, so sending them must not block the teardown.
+	gone chan struct{}
 
 	mu     sync.Mutex
 	closed bool
@@ -90,7 +93,7 @@ type runs struct {
 
 func newRuns() *runs {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runs{ctx: ctx, cancel: cancel}
+	r := &runs{ctx: ctx, cancel: cancel, gone: make(chan struct{})}
 	r.idle = sync.NewCond(&r.mu)
 	return r
 }
@@ -114,11 +117,16 @@ func (r *runs) exit() {
 	r.mu.Unlock()
 }
 
-// shutdown cancels every teardown and waits for them to finish.
-func (r *runs) shutdown() {
+// shutdown waits for every teardown to finish, cancelling them first when
+// stop is set (they then send no further signal, but still thaw, verify
+// and audit).
+func (r *runs) shutdown(stop bool) {
 	r.mu.Lock()
 	r.closed = true
-	r.cancel()
+	close(r.gone)
+	if stop {
+		r.cancel()
+	}
 	for r.active > 0 {
 		r.idle.Wait()
 	}
@@ -145,7 +153,7 @@ func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
 		send := func(m tea.Msg) {
 			select {
 			case b.ch <- m:
-			case <-r.ctx.Done():
+			case <-r.gone:
 			}
 		}
 		for _, p := range b.plans {

@@ -107,7 +107,7 @@ func TestShutdownWaitsForAudit(t *testing.T) {
 		}
 	}
 	stopped := make(chan struct{})
-	go func() { r.shutdown(); close(stopped) }()
+	go func() { r.shutdown(true); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(5 * time.Second):
@@ -124,6 +124,37 @@ func TestShutdownWaitsForAudit(t *testing.T) {
 	}
 	if _, ok := <-late.ch; ok {
 		t.Errorf("a late batch sent a message")
+	}
+}
+
+// TestShutdownLetsTeardownFinish is the screen going away without the
+// operator asking to stop (its terminal closed): the teardown is not
+// cancelled, nobody reads its events any more, and the shutdown returns
+// only once it has finished as confirmed and written its audit record.
+func TestShutdownLetsTeardownFinish(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	k := &fakeKiller{release: make(chan struct{}), audit: audit}
+	r := newRuns()
+	// No room for the events: a send that blocked would hang the shutdown.
+	b := &batch{id: 1, plans: plansFor(t, k, idOrphan), ch: make(chan tea.Msg)}
+	go runBatchCmd(r, k, b)()
+	<-b.ch // the plan event: the run has started
+	stopped := make(chan struct{})
+	go func() { r.shutdown(false); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("shutdown returned while the teardown was still running: it was cancelled")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(k.release)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("shutdown did not return after the teardown finished")
+	}
+	recs := auditRecords(t, audit)
+	if len(recs) != 1 || recs[0].Totals.Killed != 2 {
+		t.Fatalf("audit after shutdown: %+v", recs)
 	}
 }
 

@@ -56,10 +56,22 @@ type confirm struct {
 	input     textinput.Model
 	focus     confirmFocus
 	hint      string
+	// foreign counts the planned processes of other users when sandtop
+	// is not root: their signals will fail with EPERM.
+	foreign int
 }
 
-func newConfirm(s *Styles, msg plansMsg, grace time.Duration) *confirm {
+func newConfirm(s *Styles, msg plansMsg, grace time.Duration, euid int) *confirm {
 	c := &confirm{styles: s, plans: msg.plans, errs: msg.errs, grace: grace}
+	if euid != 0 && msg.view != nil {
+		for _, p := range c.plans {
+			for _, mb := range p.Members {
+				if pr := msg.view.Snapshot.ByPID[mb.PID]; pr != nil && pr.Start == mb.Start && pr.UID != euid {
+					c.foreign++
+				}
+			}
+		}
+	}
 	if c.grace <= 0 {
 		c.grace, c.immediate = teardown.DefaultGrace, true
 	}
@@ -192,26 +204,36 @@ func (c *confirm) view(w, h int) string {
 	s := c.styles
 	inner := max(min(w-6, 140), 20) // double border and padding
 	var l []string
-	what := plural(len(c.plans), "target", "targets")
+	what := format.Count(len(c.plans), "target", "targets")
 	if len(c.plans) == 1 {
 		what = c.plans[0].Facts().Title
 	}
-	l = append(l, s.ModalTitle.Render(format.Printable(fmt.Sprintf("Tear down %s (%s)?", what, plural(c.processes(), "process", "processes")))), "")
+	l = append(l, s.ModalTitle.Render(format.Printable(fmt.Sprintf("Tear down %s (%s)?", what, format.Count(c.processes(), "process", "processes")))), "")
 
+	if c.foreign > 0 {
+		l = append(l, s.Warning.Render(fmt.Sprintf("not root: processes of other users cannot be signalled (%s here)",
+			format.Count(c.foreign, "process", "processes"))), "")
+	}
 	// Leave room for the strategy, the typed prompt, the buttons and the border.
-	room := h - 2 - 9
-	shown := 0
+	room := h - 2 - 9 - len(l)
+	var blocks [][]string
 	for _, p := range c.plans {
 		pl := c.planLines(p, inner)
-		if room < len(pl) && shown > 0 {
+		if room < len(pl) && len(blocks) > 0 {
 			break
 		}
-		l = append(l, pl...)
+		blocks = append(blocks, pl)
 		room -= len(pl)
-		shown++
+	}
+	shown := len(blocks)
+	// What room is left lists the processes, shared between the targets.
+	for i, p := range c.plans[:shown] {
+		l = append(l, blocks[i]...)
+		l = append(l, c.processLines(p, inner, room/(shown-i))...)
+		room -= len(c.processLines(p, inner, room/(shown-i)))
 	}
 	if rest := len(c.plans) - shown; rest > 0 {
-		l = append(l, s.DetailKey.Render(fmt.Sprintf("… and %s more", plural(rest, "target", "targets"))))
+		l = append(l, s.DetailKey.Render(fmt.Sprintf("… and %s more", format.Count(rest, "target", "targets"))))
 	}
 	for _, e := range c.errs {
 		l = append(l, s.Error.Render("not planned: ")+format.Printable(e))
@@ -258,6 +280,34 @@ func button(label string, focused bool) string {
 		return "[> " + label + " <]"
 	}
 	return "[  " + label + "  ]"
+}
+
+// processLines lists a plan's processes, root first, in at most n lines:
+// when they do not all fit, the last line says how many more there are.
+func (c *confirm) processLines(p *teardown.Plan, inner, n int) []string {
+	if n <= 0 || len(p.Members) == 0 {
+		return nil
+	}
+	s := c.styles
+	var l []string
+	indent := "  " + strings.Repeat(" ", detailKeyW)
+	for i := len(p.Members) - 1; i >= 0; i-- {
+		if len(l) == n-1 && i > 0 {
+			l = append(l, s.DetailKey.Render(fmt.Sprintf("%s… and %d more", indent, i+1)))
+			break
+		}
+		mb := p.Members[i]
+		lead := indent
+		if len(l) == 0 {
+			lead = "  " + fmt.Sprintf("%-*s", detailKeyW, "processes")
+		}
+		line := fmt.Sprintf("%s%s%d %s", lead, strings.Repeat("  ", mb.Depth), mb.PID, format.Printable(mb.Comm))
+		if mb.Zombie {
+			line += " (zombie)"
+		}
+		l = append(l, s.DetailValue.Render(ansi.Truncate(line, inner, "…")))
+	}
+	return l
 }
 
 // planLines are one plan's facts; the steps of a plan are shown with it

@@ -163,3 +163,43 @@ func TestSecondTeardownRefused(t *testing.T) {
 		t.Errorf("ran %v", r)
 	}
 }
+
+// TestConfirmListsProcesses: the confirmation lists the processes it will
+// signal, root first, up to the room there is and then "and N more"; as
+// non-root it warns that other users' processes cannot be signalled.
+func TestConfirmListsProcesses(t *testing.T) {
+	var bigPod []*proc.Process
+	for i := range 60 {
+		bigPod = append(bigPod, pr(1000+i, 302, time.Minute, "nginx: worker process", cg("/kubepods/"+idShim)))
+	}
+	for _, tc := range []struct {
+		name     string
+		euid     int
+		h        int
+		view     *model.View
+		want     []string
+		dontWant []string
+	}{
+		{"root, room for all", 0, 60, fleetViews(1)[0], []string{"processes  300 containerd-shim", "302 nginx"}, []string{"and ", "not root"}},
+		{"root, little room", 0, 30, rebuilt(nil, 0, nil, bigPod...), []string{"processes  300 containerd-shim", "… and ", "more"}, []string{"not root"}},
+		{"not root", 1000, 60, rebuilt(nil, 0, nil, bigPod...), []string{"not root: processes of other users cannot be signalled"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestModel(t, &fakeSource{views: []*model.View{tc.view}}, &fakeKiller{}, func(o *Options) { o.EUID = tc.euid })
+			settle(m, size(120, tc.h), m.Init()())
+			sel(idShim)(t, m)
+			settle(m, keys("K")...)
+			v := m.View()
+			for _, w := range tc.want {
+				if !strings.Contains(v, w) {
+					t.Errorf("dialog lacks %q:\n%s", w, v)
+				}
+			}
+			for _, w := range tc.dontWant {
+				if strings.Contains(v, w) {
+					t.Errorf("dialog has %q:\n%s", w, v)
+				}
+			}
+		})
+	}
+}

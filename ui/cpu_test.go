@@ -27,6 +27,8 @@ func TestCPUSampler(t *testing.T) {
 		{"half a core", []*proc.Snapshot{at(0, p(10, 1, 500)), at(1, p(10, 1, 550))}, p(10, 1, 550), true, 50},
 		{"born between scans: all its ticks count", []*proc.Snapshot{at(0), at(1, p(11, 5, 30))}, p(11, 5, 30), true, 30},
 		{"pid reused: not the old process's ticks", []*proc.Snapshot{at(0, p(10, 1, 900)), at(1, p(10, 2, 20))}, p(10, 2, 20), true, 20},
+		{"exits and births interleave with the pids it matches", []*proc.Snapshot{at(0, p(5, 1, 100), p(10, 1, 500), p(20, 1, 0)), at(1, p(7, 9, 10), p(10, 1, 550), p(30, 3, 5))}, p(10, 1, 550), true, 50},
+		{"a snapshot out of pid order", []*proc.Snapshot{at(0, p(20, 1, 0), p(10, 1, 500)), at(1, p(30, 3, 5), p(10, 1, 575))}, p(10, 1, 575), true, 75},
 		{"the same scan twice keeps the last rate", []*proc.Snapshot{at(0, p(10, 1, 0)), at(1, p(10, 1, 25)), at(1, p(10, 1, 25))}, p(10, 1, 25), true, 25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func (d detail) content(r *row, c *rowCtx, inner int) (string, []string) {
 		return d.sandbox(r.sb, c, inner)
 	case r.kind == rowHost:
 		return "host", []string{
-			fmt.Sprintf("%s in no sandbox on %s", plural(r.st.procs, "process", "processes"), format.Printable(c.view.Host)),
+			fmt.Sprintf("%s in no sandbox on %s", format.Count(r.st.procs, "process", "processes"), format.Printable(c.view.Host)),
 			"expand the group to see them; K on one tears down its subtree",
 		}
 	}

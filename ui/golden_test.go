@@ -65,7 +65,7 @@ func TestViewGolden(t *testing.T) {
 			settle(m, keys("enter")...)
 		}, want: []string{"[leftover]", "none left", "dir /run/vm0/sock/dead-run-1", "kept: supervisor /usr/local/bin/runner"}},
 		{name: "full_help", w: 120, h: 24, steps: press("?"), want: []string{"expand/collapse all", "fewer keys"}},
-		{name: "narrow", w: 80, h: 24, steps: press("e"), want: []string{"BADGES/COMMAND"}},
+		{name: "narrow", w: 80, h: 24, steps: press("e"), want: []string{"BADGES/COMMAND", "[orphan] 2 [zombie] 1 [paused] 1", "row 1 of 16"}},
 		{name: "too_small", w: 50, h: 10, want: []string{"terminal too small: 50×10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

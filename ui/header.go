@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,22 +61,33 @@ type headerState struct {
 	shown    int // sandboxes that pass the filter
 	scanErr  error
 	held     bool // a confirmation holds the list still
+	tagged   int  // rows tagged for a kill
 	replay   bool // the view is a recorded one
+	// row is the cursor's row (from 1) of rows, for "row 40 of 1000".
+	row, rows int
+	// above and below count the rows out of the window.
+	above, below int
 }
 
 func (s *Styles) header(h headerState, width int) string {
 	sep := s.HeaderFaint.Render("  ")
-	var top []string
-	top = append(top, s.Title.Render("sandtop"))
+	// Each part has a rank: when the line is too long for the window the
+	// highest ranks go first (host name, time, process totals), and the
+	// badge counts, what on-call looks at first, never go.
+	type part struct {
+		text string
+		drop int // 0: never dropped
+	}
+	parts := []part{{s.Title.Render("sandtop"), 0}}
 	mark := "READ-ONLY"
 	if h.replay {
 		mark = "REPLAY"
 	}
 	if h.readOnly {
 		if s.Plain {
-			top = append(top, "["+mark+"]")
+			parts = append(parts, part{"[" + mark + "]", 0})
 		} else {
-			top = append(top, s.ReadOnly.Render(mark))
+			parts = append(parts, part{s.ReadOnly.Render(mark), 0})
 		}
 	}
 	when := func() string {
@@ -86,20 +98,38 @@ func (s *Styles) header(h headerState, width int) string {
 	}
 	switch {
 	case h.view == nil && h.replay:
-		top = append(top, s.HeaderFaint.Render("reading the recording…"))
+		parts = append(parts, part{s.HeaderFaint.Render("reading the recording…"), 0})
 	case h.view == nil:
-		top = append(top, s.HeaderFaint.Render("scanning…"), s.HeaderFaint.Render("every "+interval(h.interval)))
+		parts = append(parts, part{s.HeaderFaint.Render("scanning…"), 0}, part{s.HeaderFaint.Render("every " + interval(h.interval)), 2})
 	default:
-		top = append(top,
-			s.HeaderText.Render(format.Printable(h.view.Host)),
-			s.HeaderFaint.Render(when()),
-			s.HeaderText.Render(fmt.Sprintf("%s · %d processes in them · %d on host",
-				plural(h.sum.sandboxes, "sandbox", "sandboxes"), h.sum.members, h.sum.procs)))
 		var badges []string
 		for _, b := range model.Badges {
 			badges = append(badges, s.Badge(b)+" "+s.HeaderText.Render(fmt.Sprint(h.sum.badges[b])))
 		}
-		top = append(top, strings.Join(badges, " "))
+		parts = append(parts,
+			part{s.HeaderText.Render(format.Count(h.sum.sandboxes, "sandbox", "sandboxes")), 0},
+			part{strings.Join(badges, " "), 0})
+		if h.tagged > 0 {
+			parts = append(parts, part{s.Warning.Render(fmt.Sprintf("%d tagged", h.tagged)), 0})
+		}
+		parts = append(parts,
+			part{s.HeaderFaint.Render(fmt.Sprintf("%s in them · %d on host", format.Count(h.sum.members, "process", "processes"), h.sum.procs)), 1},
+			part{s.HeaderFaint.Render(when()), 2},
+			part{s.HeaderText.Render(format.Printable(h.view.Host)), 3})
+	}
+	for drop := 3; drop > 0; drop-- {
+		w := 0
+		for _, p := range parts {
+			w += ansi.StringWidth(p.text) + 2
+		}
+		if w-2 <= width {
+			break
+		}
+		parts = slices.DeleteFunc(parts, func(p part) bool { return p.drop == drop })
+	}
+	top := make([]string, len(parts))
+	for i, p := range parts {
+		top[i] = p.text
 	}
 
 	var second []string
@@ -108,6 +138,13 @@ func (s *Styles) header(h headerState, width int) string {
 		mode = "tree"
 	}
 	second = append(second, s.HeaderFaint.Render("sort "+h.sort.String()+" · "+mode))
+	if h.rows > 0 {
+		pos := fmt.Sprintf("row %d of %d", h.row, h.rows)
+		if h.above > 0 || h.below > 0 {
+			pos += fmt.Sprintf(" (↑%d ↓%d more)", h.above, h.below)
+		}
+		second = append(second, s.HeaderFaint.Render(pos))
+	}
 	if h.filter != "" {
 		second = append(second, s.HeaderText.Render(fmt.Sprintf("filter %q: %d of %d sandboxes", h.filter, h.shown, h.sum.sandboxes)))
 	}
@@ -120,14 +157,13 @@ func (s *Styles) header(h headerState, width int) string {
 	if h.scanErr != nil {
 		second = append(second, s.Error.Render("scan failed: "+format.Printable(h.scanErr.Error())))
 	}
-	return ansi.Truncate(strings.Join(top, sep), width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+	first := strings.Join(top, sep)
+	if ansi.StringWidth(first) > width {
+		// Still too wide with only what never goes: one space between
+		// the parts rather than two.
+		first = strings.Join(top, " ")
 	}
-	return fmt.Sprintf("%d %s", n, many)
+	return ansi.Truncate(first, width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
 }
 
 // interval spells a refresh interval without trailing zero units: "1s",

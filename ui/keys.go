@@ -19,13 +19,20 @@ type KeyMap struct {
 	Details            key.Binding
 	Search, Filter     key.Binding
 	Tree, Sort         key.Binding
+	Reverse            key.Binding
 	Host               key.Binding
 	Tag, Untag         key.Binding
+	Copy               key.Binding
 	Kill               key.Binding
 	Refresh            key.Binding
 	Faster, Slower     key.Binding
 	SwitchFocus, Close key.Binding
-	Help, Quit         key.Binding
+	// ShowHelp and CloseHelp are one key, ?: only the one that applies is
+	// enabled, so help names what pressing it will do.
+	ShowHelp, CloseHelp key.Binding
+	Quit                key.Binding
+	// ForceQuit is ctrl+c, in every mode, text fields included.
+	ForceQuit key.Binding
 }
 
 // DefaultKeyMap returns the default bindings.
@@ -45,18 +52,29 @@ func DefaultKeyMap() KeyMap {
 		Filter:      key.NewBinding(key.WithKeys("/", "f4"), key.WithHelp("/ F4", "filter")),
 		Tree:        key.NewBinding(key.WithKeys("f5", "t"), key.WithHelp("F5/t", "tree view")),
 		Sort:        key.NewBinding(key.WithKeys("s", "f6"), key.WithHelp("s F6", "sort")),
+		Reverse:     key.NewBinding(key.WithKeys("I"), key.WithHelp("I", "reverse sort")),
 		Host:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "host processes")),
 		Tag:         key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "tag")),
 		Untag:       key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "clear tags")),
+		Copy:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Kill:        key.NewBinding(key.WithKeys("K", "f9"), key.WithHelp("K F9", "kill")),
 		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Faster:      key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Slower:      key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "slower")),
 		SwitchFocus: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus log/list")),
 		Close:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close log")),
-		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "more keys")),
-		Quit:        key.NewBinding(key.WithKeys("q", "f10", "ctrl+c"), key.WithHelp("q F10", "quit")),
+		ShowHelp:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "more keys")),
+		CloseHelp:   key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "fewer keys"), key.WithDisabled()),
+		Quit:        key.NewBinding(key.WithKeys("q", "f10"), key.WithHelp("q F10", "quit")),
+		ForceQuit:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
 	}
+}
+
+// showingHelp enables the help key that applies: ? shows every key, or
+// closes that view again.
+func (k *KeyMap) showingHelp(all bool) {
+	k.ShowHelp.SetEnabled(!all)
+	k.CloseHelp.SetEnabled(all)
 }
 
 // readOnly disables every key that exists only to kill, so that help never
@@ -84,16 +102,16 @@ func (k *KeyMap) disabledKill(msg tea.KeyMsg) bool {
 
 // ShortHelp is the one-line footer.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Expand, k.Details, k.Filter, k.Sort, k.Tag, k.Kill, k.Help, k.Quit}
+	return []key.Binding{k.Expand, k.Details, k.Filter, k.Sort, k.Tag, k.Kill, k.ShowHelp, k.Quit}
 }
 
 // FullHelp is what `?` shows, one column per kind of key.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host},
-		{k.Filter, k.Search, k.Sort, k.Refresh, k.Faster, k.Slower},
-		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.Help, k.Quit},
+		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy},
+		{k.Filter, k.Search, k.Sort, k.Reverse, k.Refresh, k.Faster, k.Slower},
+		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}
 }
 

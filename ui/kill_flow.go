@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/sandtop/sandtop/model"
@@ -106,7 +107,7 @@ func (m *Model) openConfirm(msg plansMsg) {
 		m.setStatus("nothing to tear down: "+strings.Join(msg.errs, "; "), true)
 		return
 	}
-	m.confirm = newConfirm(m.styles, msg, m.grace)
+	m.confirm = newConfirm(m.styles, msg, m.grace, m.euid)
 	m.mode = modeConfirm
 }
 
@@ -121,7 +122,7 @@ func (m *Model) overlapsBusy(p *teardown.Plan) bool {
 
 // confirmKey drives the kill confirmation.
 func (m *Model) confirmKey(msg tea.KeyMsg) tea.Cmd {
-	if msg.String() == "ctrl+c" {
+	if key.Matches(msg, m.keys.ForceQuit) {
 		m.closeConfirm()
 		return m.quit()
 	}

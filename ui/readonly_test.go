@@ -22,7 +22,7 @@ func allKeys(t *testing.T) (keys, quit []string) {
 		if !ok {
 			t.Fatalf("KeyMap field %s is not a key.Binding", km.Type().Field(i).Name)
 		}
-		if km.Type().Field(i).Name == "Quit" {
+		if name := km.Type().Field(i).Name; name == "Quit" || name == "ForceQuit" {
 			quit = append(quit, b.Keys()...)
 		} else {
 			keys = append(keys, b.Keys()...)

@@ -190,7 +190,7 @@ func bound(b key.Binding, msg tea.KeyMsg) bool {
 func (m *Model) jumpKey(msg tea.KeyMsg) tea.Cmd {
 	ik := newInputKeys(false)
 	switch {
-	case msg.String() == "ctrl+c":
+	case key.Matches(msg, m.keys.ForceQuit):
 		return m.quit()
 	case key.Matches(msg, ik.Accept):
 		m.mode = modeNormal

@@ -20,11 +20,13 @@ const (
 	sortMem
 	sortAge
 	sortProcs
+	sortRuntime
+	sortTrouble // orphans, then paused, then zombies on top
 	numSortKeys
 )
 
 func (k sortKey) String() string {
-	return [...]string{"id", "cpu", "memory", "age", "processes"}[k]
+	return [...]string{"id", "cpu", "memory", "age", "processes", "runtime", "trouble"}[k]
 }
 
 type rowKind uint8
@@ -83,6 +85,7 @@ type rowsInput struct {
 	view     *model.View
 	cpu      *cpuSampler
 	sort     sortKey
+	reverse  bool
 	tree     bool
 	host     bool
 	filter   query.Query
@@ -90,7 +93,8 @@ type rowsInput struct {
 }
 
 // buildRows flattens the view into table rows: each sandbox that passes the
-// filter, its members when expanded, and the host group last.
+// filter and its members when expanded, and the host group, sorted with the
+// rest (last when sorted by ID, which it has none of).
 func buildRows(in rowsInput) []row {
 	v := in.view
 	if v == nil {
@@ -98,11 +102,7 @@ func buildRows(in rowsInput) []row {
 	}
 	short := v.ShortNames(model.MinShortID)
 
-	type group struct {
-		sb *model.Sandbox
-		st stats
-	}
-	groups := make([]group, 0, len(v.Sandboxes))
+	groups := make([]group, 0, len(v.Sandboxes)+1)
 	total := 0
 	for _, sb := range v.Sandboxes {
 		if !in.filter.Empty() && !in.filter.Sandbox(sb) {
@@ -122,13 +122,21 @@ func buildRows(in rowsInput) []row {
 			total += len(sb.Members)
 		}
 	}
-	slices.SortStableFunc(groups, func(a, b group) int {
-		return cmp.Or(compareStats(in.sort, &a.st, &b.st), strings.Compare(a.sb.ID, b.sb.ID), strings.Compare(a.sb.Key(), b.sb.Key()))
-	})
+	if in.host {
+		if g, ok := hostGroupOf(in); ok {
+			groups = append(groups, g)
+			total += 1 + len(g.procs)
+		}
+	}
+	slices.SortStableFunc(groups, func(a, b group) int { return compareGroups(in.sort, in.reverse, &a, &b) })
 
-	rows := make([]row, 0, total+1)
+	rows := make([]row, 0, total)
 	for i := range groups {
 		g := &groups[i]
+		if g.sb == nil {
+			rows = appendHost(rows, in, g)
+			continue
+		}
 		open := in.expanded[g.sb.Key()]
 		rows = append(rows, row{kind: rowSandbox, key: rowKey{sandbox: g.sb.Key()}, sb: g.sb, st: &g.st, short: short[g.sb], open: open})
 		if !open {
@@ -138,7 +146,7 @@ func buildRows(in rowsInput) []row {
 		if !in.tree {
 			members = slices.Clone(members)
 			slices.SortStableFunc(members, func(a, b *model.Member) int {
-				return compareProcs(in.sort, in.cpu, a.Process, b.Process)
+				return compareProcs(in.sort, in.reverse, in.cpu, a.Process, b.Process)
 			})
 		}
 		for _, m := range members {
@@ -149,39 +157,104 @@ func buildRows(in rowsInput) []row {
 			rows = append(rows, r)
 		}
 	}
-	if in.host {
-		rows = appendHost(rows, in)
-	}
 	return rows
 }
 
-func appendHost(rows []row, in rowsInput) []row {
-	var procs []*proc.Process
-	st := &stats{}
+// group is a sandbox, or (sb nil) the host group and its processes.
+type group struct {
+	sb    *model.Sandbox
+	st    stats
+	procs []*proc.Process
+}
+
+// hostGroupOf gathers the processes in no sandbox that pass the filter;
+// false when a filter leaves none.
+func hostGroupOf(in rowsInput) (group, bool) {
+	g := group{}
 	for _, p := range in.view.Unattributed {
 		if !in.filter.Empty() && !in.filter.Process(p) {
 			continue
 		}
-		procs = append(procs, p)
-		st.procs++
-		st.cpu += in.cpu.of(p)
-		st.rss += p.RSS
+		g.procs = append(g.procs, p)
+		g.st.procs++
+		g.st.cpu += in.cpu.of(p)
+		g.st.rss += p.RSS
 	}
-	if len(procs) == 0 && !in.filter.Empty() {
-		return rows
-	}
+	return g, len(g.procs) > 0 || in.filter.Empty()
+}
+
+func appendHost(rows []row, in rowsInput, g *group) []row {
 	open := in.expanded[hostGroup]
-	rows = append(rows, row{kind: rowHost, key: hostKey, st: st, open: open})
+	rows = append(rows, row{kind: rowHost, key: hostKey, st: &g.st, open: open})
 	if !open {
 		return rows
 	}
-	if in.sort != sortID {
-		slices.SortStableFunc(procs, func(a, b *proc.Process) int { return compareProcs(in.sort, in.cpu, a, b) })
+	procs := g.procs
+	if in.sort != sortID || in.reverse {
+		procs = slices.Clone(procs)
+		slices.SortStableFunc(procs, func(a, b *proc.Process) int { return compareProcs(in.sort, in.reverse, in.cpu, a, b) })
 	}
 	for _, p := range procs {
 		rows = append(rows, row{kind: rowHostProc, key: rowKey{sandbox: hostGroup, id: p.ID()}, p: p})
 	}
 	return rows
+}
+
+// compareGroups orders two groups by k (reversed on request); ties, and
+// what the host group has nothing to compare by (an ID, a runtime), go by
+// ID with the host group last.
+func compareGroups(k sortKey, reverse bool, a, b *group) int {
+	var d int
+	switch {
+	case a.sb != nil && b.sb != nil:
+		switch k {
+		case sortID:
+			d = cmp.Or(strings.Compare(a.sb.ID, b.sb.ID), strings.Compare(a.sb.Key(), b.sb.Key()))
+		case sortRuntime:
+			d = strings.Compare(a.sb.Runtime, b.sb.Runtime)
+		case sortTrouble:
+			d = cmp.Compare(trouble(b.sb), trouble(a.sb))
+		}
+	case k == sortTrouble:
+		d = cmp.Compare(trouble(b.sb), trouble(a.sb))
+	}
+	if d == 0 {
+		d = compareStats(k, &a.st, &b.st)
+	}
+	if reverse {
+		d = -d
+	}
+	if d != 0 {
+		return d
+	}
+	switch {
+	case a.sb == nil && b.sb == nil:
+		return 0
+	case a.sb == nil:
+		return 1
+	case b.sb == nil:
+		return -1
+	}
+	return cmp.Or(strings.Compare(a.sb.ID, b.sb.ID), strings.Compare(a.sb.Key(), b.sb.Key()))
+}
+
+// trouble ranks a sandbox for the trouble-first order: an orphan above a
+// paused one above one with zombies (nil, the host group, has none).
+func trouble(sb *model.Sandbox) int {
+	if sb == nil {
+		return 0
+	}
+	n := 0
+	if sb.HasBadge(model.BadgeOrphan) {
+		n += 4
+	}
+	if sb.HasBadge(model.BadgePaused) {
+		n += 2
+	}
+	if sb.HasBadge(model.BadgeZombie) {
+		n++
+	}
+	return n
 }
 
 // compareStats orders groups: the biggest first, the oldest first.
@@ -199,7 +272,7 @@ func compareStats(k sortKey, a, b *stats) int {
 	return 0
 }
 
-func compareProcs(k sortKey, c *cpuSampler, a, b *proc.Process) int {
+func compareProcs(k sortKey, reverse bool, c *cpuSampler, a, b *proc.Process) int {
 	var d int
 	switch k {
 	case sortCPU:
@@ -209,7 +282,11 @@ func compareProcs(k sortKey, c *cpuSampler, a, b *proc.Process) int {
 	case sortAge:
 		d = cmp.Compare(a.Start, b.Start)
 	}
-	return cmp.Or(d, cmp.Compare(a.PID, b.PID))
+	d = cmp.Or(d, cmp.Compare(a.PID, b.PID))
+	if reverse {
+		return -d
+	}
+	return d
 }
 
 // find returns the index of the row with key k, or -1.

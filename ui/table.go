@@ -16,17 +16,19 @@ import (
 // the numbers line up down the screen: ID/PID, RUNTIME/USER, PROCS/S, CPU%,
 // MEM, AGE/TIME+, then BADGES/COMMAND takes the rest.
 const (
-	gutterW  = 2 // cursor mark, tag mark
-	arrowW   = 2 // "▸ "
-	minIDW   = model.MinShortID
-	maxIDW   = 24
-	runtimeW = 12
-	countW   = 7
-	cpuW     = 6
-	memW     = 7
-	ageW     = 9
-	minRestW = 8
-	nSeps    = 6
+	gutterW = 2 // cursor mark, tag mark
+	arrowW  = 2 // "▸ "
+	minIDW  = model.MinShortID
+	maxIDW  = 24
+	// maxFullIDW bounds whole names (a namespace and a 64-character ID).
+	maxFullIDW = 80
+	runtimeW   = 12
+	countW     = 7
+	cpuW       = 6
+	memW       = 7
+	ageW       = 9
+	minRestW   = 8
+	nSeps      = 6
 )
 
 // fixedW is the width of everything but the ID and the last column.
@@ -55,6 +57,12 @@ type table struct {
 	height int
 	width  int
 	idW    int
+	// fullIDs shows whole names in the ID column (a wide terminal).
+	fullIDs bool
+	// sort and reverse are the order the rows are in, for the header's
+	// arrow.
+	sort    sortKey
+	reverse bool
 }
 
 func (t *table) selected() *row {
@@ -73,12 +81,7 @@ func (t *table) setRows(rows []row, keep rowKey, had bool) {
 	screen := t.cursor - t.offset
 	old := t.cursor
 	t.rows = rows
-	t.idW = minIDW
-	for i := range rows {
-		if rows[i].kind == rowSandbox {
-			t.idW = max(t.idW, min(len(rows[i].short), maxIDW))
-		}
-	}
+	t.sizeID()
 	i := -1
 	if had {
 		i = find(rows, keep)
@@ -114,6 +117,26 @@ func (t *table) clamp() {
 	if t.cursor >= t.offset+h {
 		t.offset = t.cursor - h + 1
 	}
+	// The first line shows the sticky sandbox header, not its own row:
+	// keep the cursor's row below it.
+	for t.cursor == t.offset && t.offset > 0 && t.groupAbove(t.offset) >= 0 {
+		t.offset--
+	}
+}
+
+// groupAbove is the index of the sandbox (or host) row of the process row
+// i when that row is above i, else -1.
+func (t *table) groupAbove(i int) int {
+	r := &t.rows[i]
+	if r.kind != rowMember && r.kind != rowHostProc {
+		return -1
+	}
+	for g := i - 1; g >= 0; g-- {
+		if k := t.rows[g].kind; k == rowSandbox || k == rowHost {
+			return g
+		}
+	}
+	return -1
 }
 
 func (t *table) move(d int) {
@@ -127,8 +150,33 @@ func (t *table) pageUp()   { t.move(-max(t.height-1, 1)) }
 func (t *table) pageDown() { t.move(max(t.height-1, 1)) }
 
 func (t *table) setSize(w, h int) {
-	t.width, t.height = w, h
+	if w != t.width {
+		t.width = w
+		t.sizeID()
+	}
+	t.height = h
 	t.clamp()
+}
+
+// wideRest is the room the last column must keep for the IDs to be shown
+// whole instead of shortened.
+const wideRest = 80
+
+// sizeID sizes the ID column: the short names, or on a terminal wide
+// enough the whole names (namespace/ID), so that a wide window uses its
+// room.
+func (t *table) sizeID() {
+	short, full := minIDW, minIDW
+	for i := range t.rows {
+		if r := &t.rows[i]; r.kind == rowSandbox {
+			short = max(short, min(len(r.short), maxIDW))
+			full = max(full, min(len(r.sb.Name()), maxFullIDW))
+		}
+	}
+	t.idW, t.fullIDs = short, false
+	if t.width-fixedW-full >= wideRest {
+		t.idW, t.fullIDs = full, true
+	}
 }
 
 // view draws the column header and the visible rows, exactly height+1
@@ -139,7 +187,15 @@ func (t *table) view(c *rowCtx) string {
 	end := min(t.offset+t.height, len(t.rows))
 	for i := t.offset; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(t.renderRow(&t.rows[i], i == t.cursor, c))
+		r := &t.rows[i]
+		if i == t.offset {
+			// Sticky header: the first line of a window that starts
+			// inside a sandbox's processes names that sandbox.
+			if g := t.groupAbove(i); g >= 0 {
+				r = &t.rows[g]
+			}
+		}
+		b.WriteString(t.renderRow(r, i == t.cursor, c))
 	}
 	for i := end - t.offset; i < t.height; i++ {
 		b.WriteByte('\n')
@@ -147,17 +203,78 @@ func (t *table) view(c *rowCtx) string {
 	return b.String()
 }
 
+// column is one column of the table: its title, width, alignment and the
+// sort order a click on its title picks.
+type column struct {
+	title string
+	w     int
+	right bool
+	sort  sortKey
+}
+
+// columns are the table's columns left to right; the last, BADGES/COMMAND,
+// takes the rest of the line (w 0).
+func (t *table) columns() []column {
+	return []column{
+		{"ID/PID", t.idW, false, sortID},
+		{"RUNTIME/USER", runtimeW, false, sortRuntime},
+		{"PROCS/S", countW, true, sortProcs},
+		{"CPU%", cpuW, true, sortCPU},
+		{"MEM", memW, true, sortMem},
+		{"AGE/TIME+", ageW, true, sortAge},
+		{"BADGES/COMMAND", 0, false, sortTrouble},
+	}
+}
+
+// sortArrow shows the sorted column's direction: the natural order of
+// IDs and runtimes is ascending, of every figure (and of trouble) the
+// biggest first; I reverses it.
+func sortArrow(k sortKey, reverse bool) string {
+	up := k == sortID || k == sortRuntime
+	if up != reverse {
+		return "▲"
+	}
+	return "▼"
+}
+
 func (t *table) header() string {
 	var b strings.Builder
 	pad(&b, gutterW+arrowW)
-	cell(&b, "ID/PID", t.idW, false)
-	cell(&b, "RUNTIME/USER", runtimeW, false)
-	cell(&b, "PROCS/S", countW, true)
-	cell(&b, "CPU%", cpuW, true)
-	cell(&b, "MEM", memW, true)
-	cell(&b, "AGE/TIME+", ageW, true)
-	b.WriteString("BADGES/COMMAND")
+	for _, c := range t.columns() {
+		title := c.title
+		if c.sort == t.sort && c.w > 0 && ansi.StringWidth(title)+1 > c.w {
+			// No room for the arrow: the sandbox half of the title.
+			title, _, _ = strings.Cut(title, "/")
+		}
+		if c.sort == t.sort {
+			if c.right {
+				title = sortArrow(t.sort, t.reverse) + title
+			} else {
+				title += sortArrow(t.sort, t.reverse)
+			}
+		}
+		if c.w == 0 {
+			b.WriteString(title)
+			break
+		}
+		cell(&b, title, c.w, c.right)
+	}
 	return ansi.Truncate(b.String(), t.width, "")
+}
+
+// columnAt is the column under screen column x of the header line.
+func (t *table) columnAt(x int) (column, bool) {
+	at := gutterW + arrowW
+	for _, c := range t.columns() {
+		if c.w == 0 {
+			return c, x >= at
+		}
+		if x >= at && x < at+c.w+1 {
+			return c, true
+		}
+		at += c.w + 1
+	}
+	return column{}, false
 }
 
 // renderRow draws one row: fixed columns as text in the row's style, then
@@ -179,7 +296,11 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 			arrow = "▾ "
 		}
 		b.WriteString(arrow)
-		id, rt := format.Printable(r.short), format.Printable(r.runtime())
+		name := r.short
+		if t.fullIDs && r.sb != nil {
+			name = r.sb.Name()
+		}
+		id, rt := format.Printable(name), format.Printable(r.runtime())
 		if r.kind == rowHost {
 			id, rt, style = "(host)", "-", t.styles.HostRow
 			tail = "processes in no sandbox"
@@ -313,19 +434,29 @@ func userName(users map[int]string, uid int) string {
 }
 
 // search returns the first row from start on (wrapping) whose ID, runtime,
-// pid, comm or argv contains q (lower case), or -1.
-func (t *table) search(q string, start int) int {
+// pid, comm or argv contains q (lower case), or -1. A collapsed sandbox
+// whose own row does not match is looked into: when one of its members
+// matches, search returns the sandbox's row and that member.
+func (t *table) search(q string, start int) (int, *model.Member) {
 	if q == "" || len(t.rows) == 0 {
-		return -1
+		return -1, nil
 	}
 	n := len(t.rows)
 	for k := 0; k < n; k++ {
 		i := (start + k) % n
-		if rowMatches(&t.rows[i], q) {
-			return i
+		r := &t.rows[i]
+		if rowMatches(r, q) {
+			return i, nil
+		}
+		if r.kind == rowSandbox && !r.open {
+			for _, mb := range r.sb.Members {
+				if strconv.Itoa(mb.PID) == q || query.MatchProcess(mb.Process, q) {
+					return i, mb
+				}
+			}
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 func rowMatches(r *row, q string) bool {

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
@@ -29,6 +30,24 @@ type teardownPanel struct {
 	running int
 	failed  int
 	width   int
+	// batch sums up the teardowns since the log was opened, for the line
+	// that ends it and the status line after it is closed.
+	batch batchSum
+}
+
+// batchSum is what a log's teardowns came to.
+type batchSum struct {
+	targets, killed, gone, survivors, failed int
+	took                                     time.Duration
+}
+
+func (b batchSum) String() string {
+	s := fmt.Sprintf("%s: %d killed, %d already gone, %s, %s",
+		format.Count(b.targets, "target", "targets"), b.killed, b.gone, format.Count(b.survivors, "survivor", "survivors"), b.took.Round(time.Millisecond))
+	if b.failed > 0 {
+		s += ", " + format.Count(b.failed, "failed step", "failed steps")
+	}
+	return s
 }
 
 func newTeardownPanel(s *Styles) teardownPanel {
@@ -45,7 +64,7 @@ func (p *teardownPanel) begin(plans []*teardown.Plan) tea.Cmd {
 	p.open, p.focused = true, true
 	for _, pl := range plans {
 		p.add(p.styles.Title.Render("▶ "+format.Printable(pl.Target)) +
-			fmt.Sprintf("  %s, %s, %s", format.Printable(pl.Runtime), plural(len(pl.Members), "process", "processes"), pl.Strategy()))
+			fmt.Sprintf("  %s, %s, %s", format.Printable(pl.Runtime), format.Count(len(pl.Members), "process", "processes"), pl.Strategy()))
 	}
 	p.running++
 	if p.running == 1 {
@@ -65,6 +84,13 @@ func (p *teardownPanel) event(ev teardown.Event) {
 }
 
 func (p *teardownPanel) planDone(m teardownPlanDoneMsg) {
+	t := m.totals
+	p.batch.targets++
+	p.batch.killed += t.Killed
+	p.batch.gone += t.AlreadyGone
+	p.batch.survivors += len(t.Survivors)
+	p.batch.failed += t.Failed
+	p.batch.took += t.Elapsed
 	switch {
 	case m.audit == "":
 		p.add(p.styles.Warning.Render("  audit: no audit log configured"))
@@ -78,7 +104,11 @@ func (p *teardownPanel) planDone(m teardownPlanDoneMsg) {
 func (p *teardownPanel) batchDone() {
 	p.running = max(p.running-1, 0)
 	if p.running == 0 {
-		p.add(p.styles.Status.Render("finished: esc closes this log"))
+		st := p.styles.Status
+		if p.batch.survivors > 0 || p.batch.failed > 0 {
+			st = p.styles.Error
+		}
+		p.add(st.Render("finished: "+p.batch.String()) + p.styles.Status.Render("  (esc closes this log)"))
 	}
 }
 
@@ -95,10 +125,24 @@ func (p *teardownPanel) tick(msg spinner.TickMsg) tea.Cmd {
 func (p *teardownPanel) add(line string) {
 	follow := p.vp.AtBottom()
 	p.lines = append(p.lines, line)
-	p.vp.SetContent(strings.Join(p.lines, "\n"))
+	p.vp.SetContent(p.content())
+	p.vp.SetContent(p.content())
 	if follow {
 		p.vp.GotoBottom()
 	}
+}
+
+// content is the log wrapped to the pane, so that no line (a verify
+// naming its survivors) is cut off.
+func (p *teardownPanel) content() string {
+	if p.vp.Width <= 1 {
+		return strings.Join(p.lines, "\n")
+	}
+	wrapped := make([]string, len(p.lines))
+	for i, l := range p.lines {
+		wrapped[i] = ansi.Wrap(l, p.vp.Width, " ")
+	}
+	return strings.Join(wrapped, "\n")
 }
 
 // close hides the panel and forgets its log; false while a teardown runs.
@@ -106,18 +150,23 @@ func (p *teardownPanel) close() bool {
 	if p.running > 0 {
 		return false
 	}
-	p.open, p.focused, p.lines, p.failed = false, false, nil, 0
+	p.open, p.focused, p.lines, p.failed, p.batch = false, false, nil, 0, batchSum{}
 	p.vp.SetContent("")
 	return true
 }
 
-// setSize gives the panel w×h cells, border included.
+// setSize gives the panel w×h cells, border included. The log keeps its
+// place: only a log that was following its end goes on following it (the
+// screen is laid out after every message; jumping to the end each time
+// made the start of a long log unreachable).
 func (p *teardownPanel) setSize(w, h int) {
+	follow := p.vp.AtBottom()
 	p.width = w
 	p.vp.Width = max(w-4, 1)
 	p.vp.Height = max(h-3, 1) // border and title
-	p.vp.SetContent(strings.Join(p.lines, "\n"))
-	p.vp.GotoBottom()
+	if follow {
+		p.vp.GotoBottom()
+	}
 }
 
 func (p *teardownPanel) scroll(k KeyMap, msg tea.KeyMsg) {

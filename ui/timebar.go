@@ -215,7 +215,7 @@ type replayHelp struct {
 }
 
 func (k replayHelp) ShortHelp() []key.Binding {
-	return []key.Binding{k.time.Play, k.time.Next, k.time.Prev, k.time.Jump, k.Filter, k.Details, k.Help, k.Quit}
+	return []key.Binding{k.time.Play, k.time.Next, k.time.Prev, k.time.Jump, k.Filter, k.Details, k.ShowHelp, k.Quit}
 }
 
 func (k replayHelp) FullHelp() [][]key.Binding {

@@ -25,7 +25,8 @@ import (
 const envRunArgs = "SANDTOP_TEST_RUN_ARGS"
 
 // TestMain lets the test binary serve as the sandsim fleet's processes and
-// reap whatever a fleet strands, or as sandtop itself (envRunArgs).
+// reap whatever a fleet strands, or as sandtop itself (envRunArgs); it
+// removes the sandtop binary the tests built.
 func TestMain(m *testing.M) {
 	if env, ok := os.LookupEnv(envRunArgs); ok {
 		var args []string
@@ -35,7 +36,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 	}
-	fleet.Main(m)
+	fleet.Main(cleanRun{m})
+}
+
+type cleanRun struct{ m *testing.M }
+
+func (c cleanRun) Run() int {
+	defer removeBinary()
+	return c.m.Run()
 }
 
 // sandtop runs the command in-process and returns its exit code and output.

@@ -35,7 +35,7 @@ instead, and the demo says so.`,
 		Example: `  sandtop demo
   sandtop demo --read-only
   sandtop demo --scenario seeds     # one sandbox per seed case`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Fail before starting a fleet nobody could look at.
 			if _, _, err := terminal(cmd); err != nil {

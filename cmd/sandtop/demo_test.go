@@ -29,10 +29,7 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
 	}
-	bin := filepath.Join(t.TempDir(), "sandtop")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := sandtopBinary(t)
 	for _, end := range []string{"q", "ctrl-c", "sigkill"} {
 		t.Run(end, func(t *testing.T) {
 			dir := t.TempDir()
@@ -45,7 +42,8 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			// A private tmux server, started by (and so re-parented to) this
 			// test, which is a child subreaper: whatever the demo strands
 			// comes back here to be reaped, not to a PID 1 that does not reap.
-			sock := "-L" + session
+			// Its socket is in the test's directory (-S): none outlives it.
+			sock := "-S" + filepath.Join(dir, "tmux")
 			tmux := func(args ...string) {
 				t.Helper()
 				if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {

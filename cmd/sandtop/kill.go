@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/teardown"
+	"github.com/sandtop/sandtop/ui/format"
 	"github.com/sandtop/sandtop/ui/theme"
 )
 
@@ -78,13 +81,18 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	if len(args) == 0 && len(o.pids) == 0 {
 		return usageErr(errors.New("kill needs a sandbox ID (or prefix) or --pid"))
 	}
+	if len(args) > 0 && len(o.pids) > 0 {
+		// Refused rather than guessed: a pid typed next to an ID is as
+		// likely a slip as a second target.
+		return usageErr(fmt.Errorf("kill takes sandbox IDs or --pid, not both (%s and --pid %v): run one kill for each", strings.Join(args, " "), o.pids))
+	}
 	rules, err := g.rules()
 	if err != nil {
 		return err
 	}
 	// One scanner plans and verifies, so each verify round re-reads only
 	// what changed.
-	sc, err := g.scanner()
+	sc, err := g.scanner(rules.Needs)
 	if err != nil {
 		return err
 	}
@@ -113,25 +121,67 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 			return usageErr(errors.New("refusing to kill without a terminal to confirm on: use --force"))
 		}
 		if !confirm(in, out, plans) {
-			fmt.Fprintln(out, "cancelled: nothing was signalled")
-			return nil
+			return &exitError{code: exitFailure, err: errors.New("cancelled: nothing was signalled")}
 		}
 	}
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	auditPath := o.audit
 	if auditPath == "" {
 		auditPath = teardown.DefaultAuditPath()
 	}
-	emit := lineEmitter(out, theme.New(lipgloss.NewRenderer(out)))
-	if o.json {
-		enc := json.NewEncoder(out)
+	return runPlans(ctx, eng, plans, o.json, auditPath, out, errOut)
+}
+
+// runPlans tears the plans down and audits each. Once it has started it
+// finishes: output that fails (a pipe closed early, a terminal gone) is
+// dropped, SIGPIPE and SIGHUP change nothing, the first SIGINT or SIGTERM
+// only cuts the grace wait short, and a second one stops further SIGKILLs.
+// The thaw, the verify and the audit record happen whatever comes.
+func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan, asJSON bool, auditPath string, out, errOut io.Writer) error {
+	lout, lerr := &lossyWriter{w: out}, &lossyWriter{w: errOut}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hurry := make(chan struct{})
+	sigs := make(chan os.Signal, 4)
+	// Notify for SIGPIPE too: without it a write to a closed pipe on
+	// stdout kills a Go program outright.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	var interrupted atomic.Bool
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP || sig == syscall.SIGPIPE {
+					continue // the output is gone; the teardown is not
+				}
+				n++
+				switch n {
+				case 1:
+					interrupted.Store(true)
+					close(hurry)
+					fmt.Fprintf(lerr, "sandtop: %s: no more waiting; SIGKILL, verify and the audit record follow (again: stop signalling)\n", sig)
+				case 2:
+					cancel()
+					fmt.Fprintf(lerr, "sandtop: %s: no further signals; thawing, verifying and writing the audit record\n", sig)
+				}
+			}
+		}
+	}()
+
+	emit := lineEmitter(lout, theme.New(lipgloss.NewRenderer(out)))
+	if asJSON {
+		enc := json.NewEncoder(lout)
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
 	}
+	runCtx := teardown.WithHurry(ctx, hurry)
 	failed := false
 	for _, p := range plans {
-		t := eng.Run(ctx, p, emit)
+		t := eng.Run(runCtx, p, emit)
 		failed = failed || !t.OK()
 		if o.reconcile && len(p.Reconcile) > 0 {
 			if !t.OK() {
@@ -142,13 +192,44 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 			}
 		}
 		if err := teardown.AppendAudit(auditPath, teardown.NewAuditRecord("kill", p, t)); err != nil {
-			fmt.Fprintln(errOut, "sandtop: warning:", err)
+			fmt.Fprintln(lerr, "sandtop: warning:", err)
 		}
 	}
+	if lout.failed() != nil {
+		fmt.Fprintf(lerr, "sandtop: output lost (%v); the teardown went on to the end: see %s\n", lout.failed(), auditPath)
+	}
 	if failed {
-		return &exitError{code: exitFailure, err: errors.New("teardown incomplete: see the FAIL lines above")}
+		msg := "teardown incomplete: see the FAIL lines above"
+		if interrupted.Load() {
+			msg += " (interrupted)"
+		}
+		return &exitError{code: exitFailure, err: errors.New(msg)}
 	}
 	return nil
+}
+
+// lossyWriter passes writes on until the first error, then drops them and
+// keeps that error: a teardown never stops because its output cannot go
+// anywhere. Safe for the signal goroutine and the teardown to share.
+type lossyWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (l *lossyWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		_, l.err = l.w.Write(b)
+	}
+	return len(b), nil
+}
+
+func (l *lossyWriter) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // makePlans resolves every argument before anything is signalled: one
@@ -189,7 +270,7 @@ func confirm(in io.Reader, out io.Writer, plans []*teardown.Plan) bool {
 		fmt.Fprintln(out)
 		n += len(p.Members)
 	}
-	fmt.Fprintf(out, "Tear down %d target(s), %d processes? [y/N] ", len(plans), n)
+	fmt.Fprintf(out, "Tear down %s, %s? [y/N] ", format.Count(len(plans), "target", "targets"), format.Count(n, "process", "processes"))
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
@@ -210,7 +291,7 @@ func lineEmitter(w io.Writer, st *theme.Theme) func(teardown.Event) {
 // completeIDs offers the live sandbox IDs that start with prefix, each
 // described by its runtime and badges (shells that show descriptions do).
 func completeIDs(g *globals, already []string, prefix string) []string {
-	v, err := g.view()
+	v, err := g.view(false)
 	if err != nil {
 		return nil
 	}
@@ -221,7 +302,7 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) {
 			continue
 		}
-		desc := fmt.Sprintf("%s, %d processes", sb.Runtime, len(sb.Members))
+		desc := sb.Runtime + ", " + format.Count(len(sb.Members), "process", "processes")
 		if len(sb.Badges) > 0 {
 			desc += ", " + badges(sb.Badges)
 		}

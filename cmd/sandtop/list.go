@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/cmd/sandtop/recording"
@@ -18,8 +21,11 @@ import (
 )
 
 type listOpts struct {
-	json, tree, all bool
-	from, at        string
+	json, tree, all, wide bool
+	from, at              string
+	// width cuts each line to the terminal's width (0: no limit, as when
+	// piped or with --wide).
+	width int
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -31,10 +37,10 @@ func newListCmd(g *globals) *cobra.Command {
 prefix, at least 12 characters), runtime, process count, root PID, CPU time,
 resident memory, age and badges (orphan, zombie, paused).`,
 		Example: `  sandtop list
-  sandtop list --tree
+  sandtop list --tree           # lines cut to the terminal; --wide for whole ones
   sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'
   sandtop list --from incident.rec --at 03:12 --json   # as of 03:12, from a recording`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, err := o.view(cmd, g)
 			if err != nil {
@@ -44,6 +50,11 @@ resident memory, age and badges (orphan, zombie, paused).`,
 			if o.json {
 				return v.Document(o.all).Encode(out)
 			}
+			if f, ok := out.(*os.File); ok && !o.wide && term.IsTerminal(f.Fd()) {
+				if w, _, err := term.GetSize(f.Fd()); err == nil {
+					o.width = w
+				}
+			}
 			writeList(out, theme.New(lipgloss.NewRenderer(out)), v, o)
 			return nil
 		},
@@ -52,7 +63,8 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	f.BoolVar(&o.json, "json", false, "print one JSON document (schema in README)")
 	f.BoolVar(&o.tree, "tree", false, "show each sandbox's process tree")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox")
-	f.StringVar(&o.from, "from", "", "read a recording (`sandtop record`) instead of the host")
+	f.BoolVar(&o.wide, "wide", false, "on a terminal, print whole lines instead of cutting them to its width")
+	f.StringVar(&o.from, "from", "", "read a recording (made by sandtop record) instead of the host")
 	f.StringVar(&o.at, "at", "", "with --from: the moment to list: "+recording.TimeForms)
 	return cmd
 }
@@ -63,7 +75,10 @@ func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
 	case o.from == "" && o.at != "":
 		return nil, usageErr(errors.New("--at needs --from: a recording to read"))
 	case o.from == "":
-		return g.view()
+		// The text table shows no exe, cwd or uid: the scan reads them
+		// only where a rule needs them. The JSON document carries every
+		// listed process's uid (status), still no exe or cwd.
+		return g.view(o.json)
 	case o.at == "":
 		return nil, usageErr(errors.New("--from needs --at: the moment to list"))
 	}
@@ -156,12 +171,20 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 			}
 			return cell
 		})
-	fmt.Fprintln(w, strings.TrimRight(t.Render(), " "))
+	// The table pads every cell to its column; the last column's padding
+	// would pad every line to the longest argv.
+	for _, line := range strings.Split(t.Render(), "\n") {
+		line = strings.TrimRight(line, " ")
+		if o.width > 0 {
+			line = ansi.Truncate(line, o.width, "…")
+		}
+		fmt.Fprintln(w, line)
+	}
 	if n := snap.PartlyUnreadable; n > 0 {
 		fmt.Fprintln(w, format.Unreadable(n))
 	}
 	if len(v.Sandboxes) == 0 {
-		fmt.Fprintf(w, "no sandboxes on %s (%d processes in none; --all lists them)\n", v.Host, len(v.Unattributed))
+		fmt.Fprintf(w, "no sandboxes on %s (%s in none; --all lists them)\n", v.Host, format.Count(len(v.Unattributed), "process", "processes"))
 	}
 }
 

@@ -67,7 +67,7 @@ func tmuxKey(k string) []string {
 	return []string{"-l", k}
 }
 
-// boundKeys lists every key of every binding but Quit's, by reflection, so
+// boundKeys lists every key of every binding but Quit's and ForceQuit's, by reflection, so
 // a binding added later is covered too.
 func boundKeys(t *testing.T) (keys, quit []string) {
 	t.Helper()
@@ -77,7 +77,7 @@ func boundKeys(t *testing.T) (keys, quit []string) {
 		if !ok {
 			continue
 		}
-		if km.Type().Field(i).Name == "Quit" {
+		if name := km.Type().Field(i).Name; name == "Quit" || name == "ForceQuit" {
 			quit = append(quit, b.Keys()...)
 		} else {
 			keys = append(keys, b.Keys()...)
@@ -110,11 +110,12 @@ func TestTortureReadOnlyWatch(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "strace.out")
 	pidFile := filepath.Join(dir, "pid")
-	// A tmux server of our own (-L), so that nothing else's sessions are
-	// touched, and killed by name of that socket only.
-	sock := fmt.Sprintf("sandtop-torture-%d", os.Getpid())
+	// A tmux server of our own, on a socket in the test's temporary
+	// directory (-S), so that nothing else's sessions are touched and no
+	// socket outlives the test.
+	sock := filepath.Join(dir, "tmux")
 	tmux := func(args ...string) (string, error) {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	t.Cleanup(func() { _, _ = tmux("kill-server") })

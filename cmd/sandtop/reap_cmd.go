@@ -122,7 +122,9 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 	if err != nil {
 		return err
 	}
-	sc, err := g.scanner()
+	// A full read: a daemon reads a process's static fields once, so a
+	// lazy scan would save only its first scan.
+	sc, err := g.scanner(nil)
 	if err != nil {
 		return err
 	}

@@ -92,11 +92,7 @@ func (o *recordOpts) check() error {
 // field any rule can match on, not only those the rules in effect need, so
 // that a replay with other rules sees what they would have seen.
 func (g *globals) recordScanner() (*proc.Scanner, error) {
-	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", g.procRoot, err)
-	}
-	return s, nil
+	return g.scanner(nil) // a full read (proc.Options.Need)
 }
 
 // newRecording creates the file and writes the header once the first
@@ -219,6 +215,8 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rec *newRecording, o *rec
 			return "scan failed", fmt.Errorf("scan: %w", err)
 		}
 		switch err := rec.write(snap); {
+		case errors.Is(err, recording.ErrMaxSize) && rec.w.Frames() == 0:
+			return "no snapshot fits --max-size", usageErr(fmt.Errorf("--max-size %s is smaller than one snapshot of this host", o.maxSize.String()))
 		case errors.Is(err, recording.ErrMaxSize):
 			return "reached --max-size " + o.maxSize.String(), nil
 		case err != nil:

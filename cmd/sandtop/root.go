@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -33,6 +35,15 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// noArgs refuses arguments as a usage error: `sandtop frobnicate` is an
+// unknown command (exit 2), not a failure (exit 1).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return usageErr(err)
+	}
+	return nil
+}
 
 // globals are the flags every subcommand shares.
 type globals struct {
@@ -94,7 +105,7 @@ orphan, zombie and paused badges, and tears them down safely.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	g.stderr = root.ErrOrStderr
 	tui := &tuiOpts{}
-	root.Args = cobra.NoArgs
+	root.Args = noArgs
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return runTUI(cmd, g, tui) }
 	tui.addFlags(root)
 	pf := root.PersistentFlags()
@@ -134,25 +145,35 @@ func (g *globals) rules() (model.Rules, error) {
 	return rules, nil
 }
 
-func (g *globals) scanner() (*proc.Scanner, error) {
-	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot})
+// scanner opens a scanner. A non-nil need makes its scans lazy
+// (proc.Options.Need): commands whose output shows no exe, cwd or uid pass
+// their rules' Needs and skip those reads wherever no rule depends on them.
+func (g *globals) scanner(need func(*proc.Process) proc.Fields) (*proc.Scanner, error) {
+	// A --proc-root that is not there is a mistyped flag (exit 2), said
+	// once rather than wrapped three times.
+	if _, err := os.Stat(g.procRoot); err != nil {
+		return nil, usageErr(fmt.Errorf("--proc-root %s: %w", g.procRoot, errors.Unwrap(err)))
+	}
+	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Need: need})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", g.procRoot, err)
+		return nil, err
 	}
 	return s, nil
 }
 
-// view scans once and groups the result.
-func (g *globals) view() (*model.View, error) {
+// view scans once and groups the result, reading only what the rules
+// need (a lazy scan), and with uids every process's status too, for
+// output that shows each process's uid.
+func (g *globals) view(uids bool) (*model.View, error) {
 	rules, err := g.rules()
 	if err != nil {
 		return nil, err
 	}
-	return g.viewWith(rules)
-}
-
-func (g *globals) viewWith(rules model.Rules) (*model.View, error) {
-	s, err := g.scanner()
+	need := rules.Needs
+	if uids {
+		need = func(p *proc.Process) proc.Fields { return rules.Needs(p) | proc.FieldStatus }
+	}
+	s, err := g.scanner(need)
 	if err != nil {
 		return nil, err
 	}
@@ -181,5 +202,20 @@ func initCompletion(root *cobra.Command) {
   sandtop completion zsh > "${fpath[1]}/_sandtop"
   sandtop completion fish > ~/.config/fish/completions/sandtop.fish
   # then: sandtop kill <TAB> offers the live sandbox IDs`
+		// Without this cobra prints the help for a shell it does not
+		// know (tcsh) and exits 0.
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(_ *cobra.Command, args []string) error {
+			var shells []string
+			for _, s := range c.Commands() {
+				if s.IsAvailableCommand() {
+					shells = append(shells, s.Name())
+				}
+			}
+			if len(args) == 0 {
+				return usageErr(fmt.Errorf("completion needs a shell: %s", strings.Join(shells, ", ")))
+			}
+			return usageErr(fmt.Errorf("no completion for %q: sandtop completes %s", args[0], strings.Join(shells, ", ")))
+		}
 	}
 }

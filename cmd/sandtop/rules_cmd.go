@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/sandtop/sandtop/ui/format"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +70,7 @@ A home-grown runtime that starts "agentbox --box <id>" under a daemon
   sandtop rules
   sandtop rules --check ./rules.toml
   sandtop rules > /etc/sandtop/rules.toml   # start from the presets`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if check != "" {
@@ -77,7 +78,7 @@ A home-grown runtime that starts "agentbox --box <id>" under a daemon
 				if err != nil {
 					return &exitError{code: exitFailure, err: err}
 				}
-				fmt.Fprintf(out, "%s: %d rules, OK\n", check, len(rs))
+				fmt.Fprintf(out, "%s: %s, OK\n", check, format.Count(len(rs), "rule", "rules"))
 				return nil
 			}
 			rs, err := g.rules()

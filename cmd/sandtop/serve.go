@@ -71,7 +71,9 @@ func runServe(ctx context.Context, g *globals, o *serveOpts, errOut io.Writer) e
 	if err != nil {
 		return err
 	}
-	sc, err := g.scanner()
+	// The metrics carry no exe, cwd or uid: the scan reads them only
+	// where a rule needs them.
+	sc, err := g.scanner(rules.Needs)
 	if err != nil {
 		return err
 	}

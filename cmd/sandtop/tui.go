@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -30,7 +32,7 @@ type tuiOpts struct {
 func (o *tuiOpts) addFlags(cmd *cobra.Command) {
 	o.addViewFlags(cmd)
 	f := cmd.Flags()
-	f.BoolVar(&o.readOnly, "read-only", false, "never signal anything: the kill keys are disabled (same as `sandtop watch`)")
+	f.BoolVar(&o.readOnly, "read-only", false, "never signal anything: the kill keys are disabled (same as sandtop watch)")
 	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "graceful teardown: wait this long after SIGTERM before SIGKILL (0: start on immediate SIGKILL)")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
 }
@@ -40,7 +42,7 @@ func (o *tuiOpts) addViewFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.interval, "interval", ui.DefaultInterval, "time between refreshes (+ and - change it live)")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox, as one host group (key a)")
-	f.StringVar(&o.record, "record", "", "record every refresh to this file, as `sandtop record` does (replay it with `sandtop replay`)")
+	f.StringVar(&o.record, "record", "", "record every refresh to this file, as sandtop record does (replay it with sandtop replay)")
 }
 
 func newWatchCmd(g *globals) *cobra.Command {
@@ -53,7 +55,7 @@ engine is not even constructed, and the kill keys are disabled. Use it on
 hosts where looking is all you mean to do, or to hand the screen to someone.`,
 		Example: `  sandtop watch
   sandtop watch --interval 5s --all`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTUI(cmd, g, o) },
 	}
 	o.addViewFlags(cmd)
@@ -107,7 +109,10 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
 	if o.record != "" {
 		sc, err = g.recordScanner()
 	} else {
-		sc, err = g.scanner()
+		// A full read: the table shows every row's user, and the detail
+		// pane a process's exe and cwd. A refresh reads them only for
+		// processes born since the last one.
+		sc, err = g.scanner(nil)
 	}
 	if err != nil {
 		return err
@@ -141,10 +146,25 @@ func runScreen(cmd *cobra.Command, in, out *os.File, opts ui.Options) error {
 	lipgloss.HasDarkBackground()
 
 	m := ui.New(opts)
-	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(cmd.Context()), tea.WithInput(in), tea.WithOutput(out)).Run()
-	// Teardowns still running were cancelled by the quit; wait until each
-	// has thawed what it froze and written its audit record.
+	prog := ui.NewScreen(cmd.Context(), m, in, out, ui.ScreenOptions{Mouse: true})
+	// A closed terminal (SIGHUP) ends the screen, not the process: the
+	// teardowns still running must finish and write their audit records.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-hup:
+			prog.Kill()
+		case <-done:
+		}
+	}()
+	_, err := prog.Run()
+	close(done)
+	// Wait until every teardown still running has thawed what it froze,
+	// verified and written its audit record.
 	m.Shutdown()
+	signal.Stop(hup)
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return fmt.Errorf("tui: %w", err)
 	}

@@ -77,7 +77,7 @@ func TestTUIUsageErrors(t *testing.T) {
 // killing allowed it gets one, and an audit log.
 func TestTUIReadOnlyBuildsNoEngine(t *testing.T) {
 	g := &globals{procRoot: "/proc"}
-	sc, err := g.scanner()
+	sc, err := g.scanner(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

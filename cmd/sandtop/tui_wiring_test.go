@@ -55,7 +55,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	}
 
 	g := &globals{procRoot: "/proc"}
-	sc, err := g.scanner()
+	sc, err := g.scanner(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	t.Cleanup(m.Shutdown)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))
 	t.Cleanup(func() { _ = tm.Quit() })
-	waitScreenFor(t, tm, "sandboxes ·")
+	waitScreenFor(t, tm, "row 1 of") // the list is drawn
 
 	// Other fleets may share the host: narrow the list to the target with
 	// the filter, as an operator would among many.

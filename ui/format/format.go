@@ -5,6 +5,7 @@ package format
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -56,4 +57,12 @@ func CPUTime(sec float64) string {
 	}
 	s := int64(sec)
 	return fmt.Sprintf("%dh%02d:%02d", s/3600, s%3600/60, s%60)
+}
+
+// Count spells n things: "1 process", "3 processes", "0 processes".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

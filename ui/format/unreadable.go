@@ -1,9 +1,6 @@
 package format
 
-import (
-	"os"
-	"strconv"
-)
+import "os"
 
 // asRoot is read once: sandtop's effective uid does not change while it runs.
 var asRoot = os.Geteuid() == 0
@@ -13,10 +10,7 @@ var asRoot = os.Geteuid() == 0
 // cannot read everything: on some hosts PID 1's exe and cwd are closed to
 // every other process.
 func Unreadable(n int) string {
-	s := strconv.Itoa(n) + " processes partly unreadable"
-	if n == 1 {
-		s = "1 process partly unreadable"
-	}
+	s := Count(n, "process", "processes") + " partly unreadable"
 	if !asRoot {
 		s += ": run as root"
 	}

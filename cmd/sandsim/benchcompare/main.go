@@ -1,29 +1,48 @@
-// Command benchcompare runs sandtop's whole-process comparisons with public
-// tools on one sandsim fleet and prints a table of figures and ratios:
+// Command benchcompare measures sandtop as a user meets it, whole process
+// against whole process, side by side with the tools an operator already
+// runs, at several host sizes, and prints one table of figures, ratios and
+// targets:
 //
-//   - the floor in C (readdir of /proc plus open/read/close of every stat,
-//     with cmdline and cgroup added, and with every file a sandtop cold scan
-//     reads), built with cc when there is one;
-//   - `ps -eo pid,ppid,stat,cgroup,args`;
-//   - sandtop's cold scan and steady refresh, in this process, and
-//     `sandtop list` as a whole process;
-//   - htop's and sandtop's own CPU per refresh, side by side in tmux
-//     (htop -d 10 -t, sandtop watch --interval 1s), from utime+stime in
-//     /proc/PID/stat over a window, and sandtop's RSS at the end.
+//   - the live screen's CPU per refresh against htop's and btop's, all
+//     three side by side in one tmux server, refreshing every second, over
+//     the same window (cut into slices; the median slice is reported);
+//   - wakeups per idle second of each screen (strace -c -f over 10 s);
+//   - `sandtop list` against `ps -eo pid,ppid,pgid,stat,cgroup,args`, wall
+//     and CPU, in alternating pairs (the median of the pairs' ratios);
+//   - peak RSS of `list`, `list --json` and of the live screen;
+//   - `sandtop kill --force ID` of one ten-process sandbox, end to end;
+//   - in process, for the "do not regress" targets: a steady refresh
+//     against the C floor (readdir plus open/read/close of every stat);
+//   - with -serve-window, `sandtop serve --interval 15s` scraped every 15 s:
+//     its average CPU over the window, its RSS, and the time a scrape takes
+//     (`make bench-serve`: that alone, -only-serve).
 //
-// `make bench-compare` builds sandtop and runs this. It installs htop and
-// tmux with apt-get when they are missing, and must run as root (the fleet's
-// cgroups, apt-get). The fleet is this binary re-executed, so main calls
-// fleet.MaybeRun first.
+// Each size runs in a PID namespace of its own with a private /proc (the
+// binary re-executes itself there, as that namespace's init): every tool
+// sees exactly the host of that size, whatever else runs on the machine.
+// "100" is a host with no sandboxes (idle processes only); the other sizes
+// are a sandsim bulk fleet (fleet.Bulk: sandboxes of ten). CPU load from
+// elsewhere still lands on the same cores, which is why every comparison
+// is paired or side by side.
+//
+// `make bench-compare` builds sandtop and runs this. It installs ps, htop,
+// btop, tmux and strace with apt-get when they are missing, and must run
+// as root (the fleet's cgroups, the namespaces, apt-get). The fleet is
+// this binary re-executed, so main calls fleet.MaybeRun first.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,54 +59,131 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	procs    int
+	sizes    []int
 	runs     int
 	window   time.Duration
-	sandtop  string
 	settle   time.Duration
+	sandtop  string
 	noTUI    bool
 	noAptGet bool
+	noNS     bool
+	// serveWindow is how long `sandtop serve` is measured; 0 skips it.
+	serveWindow time.Duration
+	onlyServe   bool
+	// one and out are set in the child that measures one size.
+	one int
+	out string
 }
 
 func run(args []string) error {
 	var o options
+	var sizes string
 	fs := flag.NewFlagSet("benchcompare", flag.ContinueOnError)
-	fs.IntVar(&o.procs, "procs", 10000, "processes in the bulk fleet")
-	fs.IntVar(&o.runs, "runs", 5, "runs of each timed command (the median is reported)")
-	fs.DurationVar(&o.window, "window", 60*time.Second, "how long htop and sandtop run side by side")
-	fs.DurationVar(&o.settle, "settle", 5*time.Second, "how long the TUIs run before the window opens (their first, cold scan)")
-	fs.StringVar(&o.sandtop, "sandtop", "bin/sandtop", "the sandtop binary")
-	fs.BoolVar(&o.noTUI, "no-tui", false, "skip the htop/sandtop CPU comparison")
+	fs.StringVar(&sizes, "procs", "100,1000,3000,10000", "host sizes to measure (processes), comma-separated")
+	fs.IntVar(&o.runs, "runs", 5, "paired runs of each timed command, and slices of the TUI window (medians are reported)")
+	fs.DurationVar(&o.window, "window", 20*time.Second, "how long the three screens run side by side at each size")
+	fs.DurationVar(&o.settle, "settle", 5*time.Second, "how long the screens run before the window opens (their first, cold scan)")
+	fs.StringVar(&o.sandtop, "sandtop", "bin/sandtop", "the sandtop binary (e.g. an older build, for a before/after table)")
+	fs.BoolVar(&o.noTUI, "no-tui", false, "skip the screens (htop, btop, sandtop)")
 	fs.BoolVar(&o.noAptGet, "no-apt-get", false, "never install missing tools")
+	fs.BoolVar(&o.noNS, "no-pidns", false, "measure on the host as it is, not in a PID namespace of the given size")
+	fs.DurationVar(&o.serveWindow, "serve-window", 0, "how long sandtop serve (15 s interval) is measured at each size; 0 skips it")
+	fs.BoolVar(&o.onlyServe, "only-serve", false, "measure sandtop serve only")
+	fs.IntVar(&o.one, "one", 0, "internal: measure this size here and write the result to -out")
+	fs.StringVar(&o.out, "out", "", "internal: where -one writes its result")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	for _, f := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-procs %q: want sizes like 100,1000", sizes)
+		}
+		o.sizes = append(o.sizes, n)
+	}
 	if os.Geteuid() != 0 {
-		return errors.New("run as root: the fleet needs cgroups, and missing tools are installed with apt-get")
+		return errors.New("run as root: the fleet needs cgroups, the sizes PID namespaces, and missing tools are installed with apt-get")
 	}
-	if _, err := os.Stat(o.sandtop); err != nil {
-		return fmt.Errorf("sandtop binary: %w (make build first, or pass -sandtop)", err)
-	}
-	if err := ensureTools(!o.noTUI, o.noAptGet); err != nil {
-		return err
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	fmt.Fprintf(os.Stderr, "starting a fleet of %d processes…\n", o.procs)
-	f, err := fleet.Start(ctx, fleet.Bulk(o.procs), fleet.Options{})
+	sandtop, err := filepath.Abs(o.sandtop)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := f.Close(); cerr != nil {
-			fmt.Fprintln(os.Stderr, "benchcompare: fleet close:", cerr)
-		}
-		fleet.ReapZombies()
-	}()
+	if _, err := os.Stat(sandtop); err != nil {
+		return fmt.Errorf("sandtop binary: %w (make build first, or pass -sandtop)", err)
+	}
+	o.sandtop = sandtop
 
-	r := &report{machine: describeMachine(), procs: countProcs()}
-	measureAll(ctx, r, o)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if o.one > 0 {
+		return measureOne(ctx, o)
+	}
+	if err := ensureTools(!o.noTUI && !o.onlyServe, o.noAptGet); err != nil {
+		return err
+	}
+	start := time.Now()
+	r := &report{machine: describeMachine(), sandtop: o.sandtop, window: o.window}
+	for _, n := range o.sizes {
+		fmt.Fprintf(os.Stderr, "== %d processes\n", n)
+		res, err := measureSize(ctx, o, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.note("%d processes not measured: %v", n, err)
+			continue
+		}
+		r.sizes = append(r.sizes, res)
+	}
+	r.took = time.Since(start)
 	r.write(os.Stdout)
 	return ctx.Err()
+}
+
+// measureSize measures one size: in a child of its own, in a new PID and
+// mount namespace (unless -no-pidns), and returns what it found.
+func measureSize(ctx context.Context, o options, n int) (*sizeResult, error) {
+	dir, err := os.MkdirTemp("", "benchcompare-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "result.json")
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-one", strconv.Itoa(n), "-out", out, "-sandtop", o.sandtop, "-runs", strconv.Itoa(o.runs),
+		"-window", o.window.String(), "-settle", o.settle.String()}
+	if o.noTUI {
+		args = append(args, "-no-tui")
+	}
+	if o.noNS {
+		args = append(args, "-no-pidns")
+	}
+	if o.serveWindow > 0 {
+		args = append(args, "-serve-window", o.serveWindow.String())
+	}
+	if o.onlyServe {
+		args = append(args, "-only-serve")
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if !o.noNS {
+		// The child is the namespace's init: when it exits, the kernel
+		// kills whatever it left in there.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	}
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("measuring %d: %w", n, err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	var res sizeResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("result of %d: %w", n, err)
+	}
+	return &res, nil
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,8 +14,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -21,234 +27,311 @@ import (
 //go:embed cfloor/floor.c
 var floorC []byte
 
-// measureAll fills r, skipping (with a note) what cannot be measured here.
-func measureAll(ctx context.Context, r *report, o options) {
-	if err := measureCFloor(r, o.runs); err != nil {
-		r.note("C floor not measured: %v", err)
+// sizeResult is everything measured at one size; zero means not measured.
+type sizeResult struct {
+	Target, Procs, Sandboxes int
+	Load                     [2]float64 // 1-minute load average at the start and the end
+
+	PS, List                        runStat // medians
+	ListWall, ListCPU               float64 // medians of the paired ratios list/ps
+	JSONRSS                         int64
+	SandtopCPU, HtopCPU, BtopCPU    time.Duration // per refresh
+	SandtopWake, HtopWake, BtopWake float64       // blocking waits per second
+	TUIRSS, TUIHWM                  int64
+	Kill                            time.Duration
+	Floor, Steady                   time.Duration // in process, CPU
+	FloorWall, SteadyWall           time.Duration
+	// Serve is `sandtop serve`'s cost, as measureServe reports it.
+	Serve string
+	Notes []string
+}
+
+// runStat is one whole-process run of a command.
+type runStat struct {
+	Wall, CPU time.Duration
+	MaxRSS    int64 // bytes
+}
+
+func (r *sizeResult) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// measureOne measures the size o.one here: it makes the host that size
+// (in a fresh PID namespace, whose init this process is), measures, and
+// writes the result to o.out.
+func measureOne(ctx context.Context, o options) error {
+	if !o.noNS {
+		if err := privateProc(); err != nil {
+			return err
+		}
 	}
-	if d, err := timeCommand(o.runs, "ps", "-eo", "pid,ppid,stat,cgroup,args"); err != nil {
-		r.note("ps not measured: %v", err)
-	} else {
-		r.ps = d
+	res := &sizeResult{Target: o.one, Load: [2]float64{loadAvg(), 0}}
+	cleanup, err := populate(ctx, o.one)
+	defer cleanup()
+	if err != nil {
+		return err
 	}
-	measureScans(r, o.runs)
-	if d, err := timeCommand(o.runs, o.sandtop, "list"); err != nil {
-		r.note("sandtop list not measured: %v", err)
-	} else {
-		r.list = d
+	res.Procs = countProcs()
+	if !o.onlyServe {
+		fmt.Fprintf(os.Stderr, "   %d processes; list vs ps…\n", res.Procs)
+		measureList(res, o)
 	}
-	if o.noTUI || ctx.Err() != nil {
-		return
+	if ctx.Err() == nil && !o.onlyServe {
+		measureInProcess(res, o.runs)
 	}
-	if err := measureTUIs(ctx, r, o); err != nil {
-		r.note("htop/sandtop CPU not measured: %v", err)
+	if !o.noTUI && !o.onlyServe && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "   screens side by side…")
+		if err := measureTUIs(ctx, res, o); err != nil {
+			res.note("screens not measured: %v", err)
+		}
+	}
+	if o.serveWindow > 0 && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "   sandtop serve…")
+		if err := measureServe(ctx, res, o); err != nil {
+			res.note("sandtop serve not measured: %v", err)
+		}
+	}
+	fleet.ReapZombies()
+	if res.Sandboxes > 0 && ctx.Err() == nil && !o.onlyServe {
+		fmt.Fprintln(os.Stderr, "   kill…")
+		measureKill(res, o)
+	}
+	res.Load[1] = loadAvg()
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.out, b, 0o644)
+}
+
+// privateProc gives this mount namespace a /proc of the PID namespace this
+// process is init of, without touching the host's mounts.
+func privateProc() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}
+
+// hostSizeForFleet is the smallest size measured with a fleet; smaller
+// ones are a host with no sandboxes.
+const hostSizeForFleet = 500
+
+// populate brings the host to about n processes: a bulk fleet, or below
+// hostSizeForFleet that many idle processes in no sandbox. The returned
+// cleanup ends what it started.
+func populate(ctx context.Context, n int) (cleanup func(), err error) {
+	n -= countProcs()
+	if n <= 0 {
+		return func() {}, nil
+	}
+	if n+countProcs() >= hostSizeForFleet {
+		f, err := fleet.Start(ctx, fleet.Bulk(n), fleet.Options{})
+		if err != nil {
+			return func() {}, err
+		}
+		return func() {
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "benchcompare: fleet close:", err)
+			}
+			fleet.ReapZombies()
+		}, nil
+	}
+	var cmds []*exec.Cmd
+	cleanup = func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill() // our own child, by its handle
+			_ = c.Wait()
+		}
+	}
+	for range n {
+		c := exec.Command("sleep", "infinity")
+		if err := c.Start(); err != nil {
+			return cleanup, err
+		}
+		cmds = append(cmds, c)
+	}
+	return cleanup, nil
+}
+
+// psArgs is the ps a user compares `sandtop list` with: every process, with
+// what sandtop groups by.
+var psArgs = []string{"-eo", "pid,ppid,pgid,stat,cgroup,args"}
+
+// measureList times `ps` and `sandtop list` in alternating pairs, and
+// `sandtop list --json` for its peak RSS.
+func measureList(res *sizeResult, o options) {
+	var ps, list, js []runStat
+	var wall, cpu []float64
+	for range o.runs {
+		p, err := timeRun("ps", psArgs...)
+		if err != nil {
+			res.note("ps: %v", err)
+			return
+		}
+		l, err := timeRun(o.sandtop, "list")
+		if err != nil {
+			res.note("sandtop list: %v", err)
+			return
+		}
+		j, err := timeRun(o.sandtop, "list", "--json")
+		if err != nil {
+			res.note("sandtop list --json: %v", err)
+			return
+		}
+		ps, list, js = append(ps, p), append(list, l), append(js, j)
+		wall = append(wall, float64(l.Wall)/float64(p.Wall))
+		cpu = append(cpu, float64(l.CPU)/float64(max(p.CPU, time.Millisecond)))
+	}
+	res.PS, res.List = medianRun(ps), medianRun(list)
+	res.JSONRSS = medianRun(js).MaxRSS
+	res.ListWall, res.ListCPU = median(wall), median(cpu)
+	if out, err := exec.Command(o.sandtop, "list", "--json").Output(); err == nil {
+		var doc model.Document
+		if json.Unmarshal(out, &doc) == nil {
+			res.Sandboxes = len(doc.Sandboxes)
+		}
 	}
 }
 
-// measureCFloor builds cfloor/floor.c with cc and runs each of its scans.
-func measureCFloor(r *report, runs int) error {
+// timeRun runs a command with its output discarded and returns its wall
+// time, CPU time and peak RSS.
+func timeRun(name string, args ...string) (runStat, error) {
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return runStat{}, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	r := runStat{Wall: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		r.MaxRSS = ru.Maxrss << 10
+	}
+	return r, nil
+}
+
+// measureKill tears down one ten-process sandbox per run with `sandtop
+// kill --force`, end to end (start, scan, plan, teardown, verify, exit).
+func measureKill(res *sizeResult, o options) {
+	out, err := exec.Command(o.sandtop, "list", "--json").Output()
+	if err != nil {
+		res.note("kill: list: %v", err)
+		return
+	}
+	var doc model.Document
+	if err := json.Unmarshal(out, &doc); err != nil {
+		res.note("kill: list: %v", err)
+		return
+	}
+	audit := filepath.Join(os.TempDir(), fmt.Sprintf("benchcompare-audit-%d.log", os.Getpid()))
+	defer os.Remove(audit)
+	var ds []time.Duration
+	for _, sb := range doc.Sandboxes {
+		if len(ds) == o.runs {
+			break
+		}
+		if len(sb.Processes) != 10 {
+			continue
+		}
+		r, err := timeRun(o.sandtop, "kill", "--force", "--audit-log", audit, sb.ID)
+		if err != nil {
+			res.note("kill: %v", err)
+			return
+		}
+		ds = append(ds, r.Wall)
+	}
+	res.Kill = median(ds)
+}
+
+// measureInProcess times sandtop's steady refresh in this process against
+// the C floor: the "do not regress" figure, in-process against in-process,
+// in wall time (the target's measure: two goroutines read in parallel) and
+// in CPU time (on a shared machine, wall time is mostly waiting).
+func measureInProcess(res *sizeResult, runs int) {
+	floor, floorWall, err := cFloor(runs)
+	if err != nil {
+		res.note("C floor not measured: %v", err)
+		return
+	}
+	s, err := proc.NewScanner(proc.Options{})
+	if err != nil {
+		res.note("scanner: %v", err)
+		return
+	}
+	defer s.Close()
+	if _, err := s.Scan(); err != nil {
+		res.note("scan: %v", err)
+		return
+	}
+	var steady, wall []time.Duration
+	for range runs {
+		start, t0 := selfCPU(), time.Now()
+		if _, err := s.Scan(); err != nil {
+			res.note("scan: %v", err)
+			return
+		}
+		steady, wall = append(steady, selfCPU()-start), append(wall, time.Since(t0))
+	}
+	res.Floor, res.Steady = floor, median(steady)
+	res.FloorWall, res.SteadyWall = floorWall, median(wall)
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cFloor builds cfloor/floor.c with cc and returns the median CPU and
+// wall times of its readdir-plus-stat scans.
+func cFloor(runs int) (cpu, wall time.Duration, err error) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		return fmt.Errorf("no C compiler: %w", err)
+		return 0, 0, fmt.Errorf("no C compiler: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "benchcompare-")
+	dir, err := os.MkdirTemp("", "benchcompare-floor-")
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	src, bin := filepath.Join(dir, "floor.c"), filepath.Join(dir, "floor")
 	if err := os.WriteFile(src, floorC, 0o644); err != nil {
-		return err
+		return 0, 0, err
 	}
 	if out, err := exec.Command(cc, "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		return fmt.Errorf("cc: %v\n%s", err, out)
+		return 0, 0, fmt.Errorf("cc: %v\n%s", err, out)
 	}
-	for _, m := range []struct {
-		mode string
-		dst  *time.Duration
-	}{{"stat", &r.cStat}, {"full", &r.cFull}, {"same", &r.cSame}} {
-		out, err := exec.Command(bin, m.mode, strconv.Itoa(runs)).Output()
-		if err != nil {
-			return fmt.Errorf("floor %s: %w", m.mode, err)
-		}
-		var ds []time.Duration
-		for _, f := range strings.Fields(string(out)) {
-			ms, err := strconv.ParseFloat(f, 64)
-			if err != nil {
-				return fmt.Errorf("floor %s printed %q", m.mode, f)
-			}
-			ds = append(ds, time.Duration(ms*float64(time.Millisecond)))
-		}
-		*m.dst = median(ds)
-	}
-	return nil
-}
-
-// timeCommand runs a command runs times with its output discarded and
-// returns the median wall time.
-func timeCommand(runs int, name string, args ...string) (time.Duration, error) {
-	var ds []time.Duration
-	for range runs {
-		cmd := exec.Command(name, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("%s: %v: %s", name, err, bytes.TrimSpace(stderr.Bytes()))
-		}
-		ds = append(ds, time.Since(start))
-	}
-	return median(ds), nil
-}
-
-// measureScans times sandtop's scanner in this process: a cold scan (new
-// scanner, everything read, as `sandtop list` does), a steady refresh with
-// nothing changed, and model.Build on the steady snapshot.
-func measureScans(r *report, runs int) {
-	rules := model.Effective(nil, true)
-	var cold, steady, build []time.Duration
-	for range runs {
-		start := time.Now()
-		s, err := proc.NewScanner(proc.Options{})
-		if err != nil {
-			r.note("scanner: %v", err)
-			return
-		}
-		if _, err := s.Scan(); err != nil {
-			r.note("scan: %v", err)
-			s.Close()
-			return
-		}
-		cold = append(cold, time.Since(start))
-		s.Close()
-	}
-	s, err := proc.NewScanner(proc.Options{})
+	out, err := exec.Command(bin, "stat", strconv.Itoa(runs)).Output()
 	if err != nil {
-		r.note("scanner: %v", err)
-		return
+		return 0, 0, fmt.Errorf("floor: %w", err)
 	}
-	defer s.Close()
-	snap, err := s.Scan()
-	if err != nil {
-		r.note("scan: %v", err)
-		return
-	}
-	b := model.NewBuilder(rules)
-	v := b.Build(snap, nil)
-	for range runs {
-		start := time.Now()
-		if snap, err = s.Scan(); err != nil {
-			r.note("scan: %v", err)
-			return
+	var cpus, walls []time.Duration
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return 0, 0, fmt.Errorf("floor printed %q", line)
 		}
-		steady = append(steady, time.Since(start))
-		start = time.Now()
-		v = b.Build(snap, v)
-		build = append(build, time.Since(start))
-	}
-	r.cold, r.steady, r.build = median(cold), median(steady), median(build)
-	r.sandboxes = len(v.Sandboxes)
-}
-
-// measureTUIs runs htop and sandtop side by side in a private tmux server
-// and reads their CPU time over the window.
-func measureTUIs(ctx context.Context, r *report, o options) error {
-	// A server of our own, on a socket in a directory of our own: killing
-	// it ends both panes and touches no other tmux, and removing the
-	// directory leaves no socket behind (tmux does not unlink it).
-	dir, err := os.MkdirTemp("", "benchcompare-tmux-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "sock")
-	tmux := func(args ...string) ([]byte, error) {
-		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("tmux %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		w, err1 := strconv.ParseFloat(f[0], 64)
+		c, err2 := strconv.ParseFloat(f[1], 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, fmt.Errorf("floor printed %q", line)
 		}
-		return out, nil
+		walls = append(walls, time.Duration(w*float64(time.Millisecond)))
+		cpus = append(cpus, time.Duration(c*float64(time.Millisecond)))
 	}
-	defer func() { _, _ = tmux("kill-server") }()
-	sandtop, err := filepath.Abs(o.sandtop)
-	if err != nil {
-		return err
-	}
-	panes := map[string]string{
-		"htop":    "exec htop -d 10 -t",
-		"sandtop": "exec " + shellQuote(sandtop) + " watch --interval 1s",
-	}
-	pids := map[string]int{}
-	for _, name := range []string{"htop", "sandtop"} {
-		if _, err := tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", panes[name]); err != nil {
-			return err
-		}
-		out, err := tmux("list-panes", "-t", name, "-F", "#{pane_pid}")
-		if err != nil {
-			return err
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-		if err != nil {
-			return fmt.Errorf("pane pid of %s: %q", name, out)
-		}
-		pids[name] = pid
-	}
-	if !sleepCtx(ctx, o.settle) {
-		return ctx.Err()
-	}
-	before := map[string]uint64{}
-	for name, pid := range pids {
-		ticks, err := cpuTicks(pid)
-		if err != nil {
-			return fmt.Errorf("%s (pid %d) is not running: %w", name, pid, err)
-		}
-		before[name] = ticks
-	}
-	if !sleepCtx(ctx, o.window) {
-		return ctx.Err()
-	}
-	refreshes := o.window.Seconds() // both refresh once a second
-	for name, pid := range pids {
-		ticks, err := cpuTicks(pid)
-		if err != nil {
-			return fmt.Errorf("%s (pid %d) exited during the window: %w", name, pid, err)
-		}
-		perRefresh := time.Duration(float64(ticks-before[name]) / 100 / refreshes * float64(time.Second))
-		if name == "htop" {
-			r.htopCPU = perRefresh
-		} else {
-			r.sandtopCPU = perRefresh
-		}
-	}
-	r.window = o.window
-	r.rss, r.hwm = memOf(pids["sandtop"])
-	return nil
-}
-
-// cpuTicks returns utime+stime (stat fields 14 and 15, in USER_HZ ticks).
-func cpuTicks(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return 0, fmt.Errorf("malformed stat %q", b)
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("malformed stat %q", b)
-	}
-	utime, err1 := strconv.ParseUint(f[14-3], 10, 64)
-	stime, err2 := strconv.ParseUint(f[15-3], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("malformed stat %q", b)
-	}
-	return utime + stime, nil
+	return median(cpus), median(walls), nil
 }
 
 // memOf returns VmRSS and VmHWM (peak RSS) from /proc/PID/status, in bytes.
-func memOf(pid int) (rss, hwm uint64) {
+func memOf(pid int) (rss, hwm int64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0
@@ -257,7 +340,7 @@ func memOf(pid int) (rss, hwm uint64) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		key, value, _ := strings.Cut(sc.Text(), ":")
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
 			continue
 		}
@@ -285,22 +368,30 @@ func countProcs() int {
 	return n
 }
 
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
 		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+func median[T cmp.Ordered](ds []T) T {
+	if len(ds) == 0 {
+		var zero T
+		return zero
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
+// medianRun is the median of each field on its own.
+func medianRun(rs []runStat) runStat {
+	var wall, cpu, rss []time.Duration
+	for _, r := range rs {
+		wall, cpu, rss = append(wall, r.Wall), append(cpu, r.CPU), append(rss, time.Duration(r.MaxRSS))
 	}
+	return runStat{Wall: median(wall), CPU: median(cpu), MaxRSS: int64(median(rss))}
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

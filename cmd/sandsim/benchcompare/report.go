@@ -4,99 +4,214 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
-// report holds every figure measured; zero means not measured.
+// report is the table: one column per size.
 type report struct {
-	machine    string
-	procs      int
-	sandboxes  int
-	cStat      time.Duration // C: readdir + stat
-	cFull      time.Duration // C: readdir + stat + cmdline + cgroup
-	cSame      time.Duration // C: the files a sandtop cold scan reads
-	ps         time.Duration
-	cold       time.Duration
-	steady     time.Duration
-	build      time.Duration
-	list       time.Duration
-	window     time.Duration
-	htopCPU    time.Duration
-	sandtopCPU time.Duration
-	rss, hwm   uint64
-	notes      []string
+	machine string
+	sandtop string
+	sizes   []*sizeResult
+	window  time.Duration
+	took    time.Duration
+	notes   []string
 }
 
 func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
-// write prints the table: each figure, then its ratios against the
-// references (the C floor, ps, htop), with sandtop's target beside each.
+// A target applies to some sizes; verdict says whether a figure meets it.
+type target struct {
+	text string
+	max  float64
+	from int // smallest size it applies to (0: all)
+	upTo int // largest size it applies to (0: all)
+}
+
+func (t target) applies(n int) bool {
+	return t.max > 0 && n >= t.from && (t.upTo == 0 || n <= t.upTo)
+}
+
+// write prints the table as Markdown, so that it can go into the README as
+// it is: each row a figure, each column a size, ratios with their verdict.
 func (r *report) write(w io.Writer) {
-	fmt.Fprintf(w, "sandtop bench-compare: %d processes (bulk fleet, %d sandboxes)\n", r.procs, r.sandboxes)
-	fmt.Fprintf(w, "machine: %s\n\n", r.machine)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tvalue\tratio\ttarget")
-	row := func(name string, v time.Duration, ratios ...string) {
-		if v == 0 {
-			fmt.Fprintf(tw, "%s\t-\t\t\n", name)
-			return
+	fmt.Fprintf(w, "sandtop bench-compare (%s)\n", r.sandtop)
+	fmt.Fprintf(w, "machine: %s\n", r.machine)
+	for _, s := range r.sizes {
+		fmt.Fprintf(w, "  %d: %d processes, %d sandboxes, load average %.1f at the start, %.1f at the end\n",
+			s.Target, s.Procs, s.Sandboxes, s.Load[0], s.Load[1])
+	}
+	fmt.Fprintln(w)
+	head := "| whole process unless marked |"
+	rule := "|---|"
+	for _, s := range r.sizes {
+		head += fmt.Sprintf(" %s |", thousands(s.Target))
+		rule += "---|"
+	}
+	fmt.Fprintln(w, head+" target |")
+	fmt.Fprintln(w, rule+"---|")
+
+	row := func(name string, tg target, cell func(*sizeResult) (string, float64)) {
+		line := "| " + name + " |"
+		for _, s := range r.sizes {
+			text, ratio := cell(s)
+			if text == "" {
+				text = "-"
+			}
+			if tg.applies(s.Target) && ratio > 0 {
+				if ratio > tg.max {
+					text = "**" + text + "** (missed)"
+				} else {
+					text += " ✓"
+				}
+			}
+			line += " " + text + " |"
 		}
-		first := ""
-		if len(ratios) > 0 {
-			first = ratios[0]
+		fmt.Fprintln(w, line+" "+tg.text+" |")
+	}
+	dur := func(f func(*sizeResult) time.Duration) func(*sizeResult) (string, float64) {
+		return func(s *sizeResult) (string, float64) {
+			if d := f(s); d > 0 {
+				return ms(d), 0
+			}
+			return "", 0
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, ms(v), first)
-		for _, more := range ratios[1:] {
-			fmt.Fprintf(tw, "\t\t%s\n", more)
+	}
+	ratioOf := func(a, b func(*sizeResult) time.Duration) func(*sizeResult) (string, float64) {
+		return func(s *sizeResult) (string, float64) {
+			if a(s) == 0 || b(s) == 0 {
+				return "", 0
+			}
+			q := float64(a(s)) / float64(b(s))
+			return fmt.Sprintf("%.2f×", q), q
 		}
 	}
-	row("C floor: readdir + open/read/close stat", r.cStat, "1.00× floor\t")
-	row("C: readdir + stat + cmdline + cgroup", r.cFull, ratio(r.cFull, r.cStat, "floor", 0))
-	row("C: sandtop's files (+ status, exe, cwd)", r.cSame, ratio(r.cSame, r.cStat, "floor", 0))
-	row("ps -eo pid,ppid,stat,cgroup,args", r.ps, ratio(r.ps, r.cStat, "floor", 0))
-	row("sandtop cold scan (in process)", r.cold,
-		ratio(r.cold, r.cFull, "C stat+cmdline+cgroup", 1.3),
-		ratio(r.cold, r.cSame, "C, same files", 0),
-		ratio(r.cold, r.ps, "ps", 0.6))
-	row("sandtop steady refresh (in process)", r.steady, ratio(r.steady, r.cStat, "floor", 0.5))
-	row("model.Build, steady (in process)", r.build, ratio(r.build, r.steady, "steady refresh", 0.1))
-	row("sandtop list (whole process)", r.list, ratio(r.list, r.ps, "ps", 0))
-	row("htop CPU per refresh (-d 10 -t)", r.htopCPU, "\t")
-	row("sandtop CPU per refresh (watch --interval 1s)", r.sandtopCPU, ratio(r.sandtopCPU, r.htopCPU, "htop", 0.25))
-	if r.rss > 0 {
-		fmt.Fprintf(tw, "sandtop RSS after the window (peak)\t%.1f MiB (%.1f)\t\t≤ 60 MiB\n", float64(r.rss)/(1<<20), float64(r.hwm)/(1<<20))
+	none := target{}
+	sandtopCPU := func(s *sizeResult) time.Duration { return s.SandtopCPU }
+	htopCPU := func(s *sizeResult) time.Duration { return s.HtopCPU }
+	btopCPU := func(s *sizeResult) time.Duration { return s.BtopCPU }
+	row("TUI CPU per 1 s refresh: sandtop watch", none, dur(sandtopCPU))
+	row("TUI CPU per 1 s refresh: htop -d 10 -t", none, dur(htopCPU))
+	row("TUI CPU per 1 s refresh: btop (update_ms 1000)", none, dur(btopCPU))
+	row("sandtop ÷ htop, idle host", target{text: "≤ 1× at 100", max: 1, upTo: hostSizeForFleet - 1}, func(s *sizeResult) (string, float64) {
+		if s.Target >= hostSizeForFleet {
+			return "", 0
+		}
+		return ratioOf(sandtopCPU, htopCPU)(s)
+	})
+	row("sandtop ÷ htop, with sandboxes", target{text: "≤ 0.25× at 1,000+", max: 0.25, from: hostSizeForFleet}, func(s *sizeResult) (string, float64) {
+		if s.Target < hostSizeForFleet {
+			return "", 0
+		}
+		return ratioOf(sandtopCPU, htopCPU)(s)
+	})
+	row("sandtop ÷ btop", none, ratioOf(sandtopCPU, btopCPU))
+	wake := func(f func(*sizeResult) float64) func(*sizeResult) (string, float64) {
+		return func(s *sizeResult) (string, float64) {
+			if v := f(s); v > 0 {
+				return fmt.Sprintf("%.1f", v), 0
+			}
+			return "", 0
+		}
 	}
-	tw.Flush()
-	if r.procs < 9000 {
-		fmt.Fprintf(w, "\nThe targets are set for 10,000 processes; at %d fixed costs weigh more.\n", r.procs)
+	row("wakeups per second, sandtop (strace -c -f, 10 s)", none, wake(func(s *sizeResult) float64 { return s.SandtopWake }))
+	row("wakeups per second, htop", none, wake(func(s *sizeResult) float64 { return s.HtopWake }))
+	row("wakeups per second, btop", none, wake(func(s *sizeResult) float64 { return s.BtopWake }))
+	row("`sandtop list` wall", none, dur(func(s *sizeResult) time.Duration { return s.List.Wall }))
+	row("`ps -eo pid,ppid,pgid,stat,cgroup,args` wall", none, dur(func(s *sizeResult) time.Duration { return s.PS.Wall }))
+	row("list ÷ ps wall (median of pairs)", target{text: "≤ 0.6× at 3,000+", max: 0.6, from: 3000}, func(s *sizeResult) (string, float64) {
+		return pairRatio(s.ListWall)
+	})
+	row("`sandtop list` CPU", none, dur(func(s *sizeResult) time.Duration { return s.List.CPU }))
+	row("`ps` CPU", none, dur(func(s *sizeResult) time.Duration { return s.PS.CPU }))
+	row("list ÷ ps CPU (median of pairs)", target{text: "≤ 1× at 3,000+", max: 1, from: 3000}, func(s *sizeResult) (string, float64) {
+		return pairRatio(s.ListCPU)
+	})
+	row("`sandtop list` peak RSS", none, mib(func(s *sizeResult) int64 { return s.List.MaxRSS }, 0))
+	row("`ps` peak RSS", none, mib(func(s *sizeResult) int64 { return s.PS.MaxRSS }, 0))
+	row("`sandtop list --json` peak RSS", target{text: "≤ 25 MB at 10,000", max: 25e6, from: 10000}, mib(func(s *sizeResult) int64 { return s.JSONRSS }, 1))
+	row("sandtop watch RSS after the window (peak)", target{text: "≤ 40 MiB at 10,000", max: 40 << 20, from: 10000}, func(s *sizeResult) (string, float64) {
+		if s.TUIRSS == 0 {
+			return "", 0
+		}
+		return fmt.Sprintf("%.1f MiB (%.1f)", float64(s.TUIRSS)/(1<<20), float64(s.TUIHWM)/(1<<20)), float64(s.TUIRSS)
+	})
+	row("`sandtop kill --force ID` (10 processes), end to end", target{text: "≤ 0.5 s at 10,000", max: 0.5, from: 10000}, func(s *sizeResult) (string, float64) {
+		if s.Kill == 0 {
+			return "", 0
+		}
+		return ms(s.Kill), s.Kill.Seconds()
+	})
+	row("in process, wall: steady refresh ÷ C floor (readdir + stat)", target{text: "≤ 0.5× at 10,000", max: 0.5, from: 10000},
+		func(s *sizeResult) (string, float64) {
+			if s.SteadyWall == 0 || s.FloorWall == 0 {
+				return "", 0
+			}
+			q := float64(s.SteadyWall) / float64(s.FloorWall)
+			return fmt.Sprintf("%.2f× (%s ÷ %s)", q, ms(s.SteadyWall), ms(s.FloorWall)), q
+		})
+	row("in process, CPU: steady refresh ÷ C floor", none,
+		func(s *sizeResult) (string, float64) {
+			if s.Steady == 0 || s.Floor == 0 {
+				return "", 0
+			}
+			q := float64(s.Steady) / float64(s.Floor)
+			return fmt.Sprintf("%.2f× (%s ÷ %s)", q, ms(s.Steady), ms(s.Floor)), 0
+		})
+	fmt.Fprintf(w, "\nTUI CPU: the screens' own CPU time (every thread, /proc/PID/task/*/schedstat) over a %s window in\n"+
+		"slices, side by side in one tmux; the median slice. Wakeups: blocking waits (futex, epoll, nanosleep, poll,\n"+
+		"select) per second, strace -c -f over 10 s of each screen left alone. list and ps: alternating pairs.\n"+
+		"Only the last two rows run in process. View ≤ 2 ms is an in-process benchmark: `make bench` (ui).\n", r.window)
+	fmt.Fprintf(w, "Took %s.\n", r.took.Round(time.Second))
+	for _, s := range r.sizes {
+		if s.Serve != "" {
+			fmt.Fprintf(w, "\n%s: %s", thousands(s.Target), s.Serve)
+		}
 	}
-	if r.window > 0 {
-		fmt.Fprintf(w, "\nCPU per refresh: utime+stime over %s divided by %.0f refreshes (both refresh every second).\n", r.window, r.window.Seconds())
+	var notes []string
+	notes = append(notes, r.notes...)
+	for _, s := range r.sizes {
+		for _, n := range s.Notes {
+			notes = append(notes, fmt.Sprintf("%d: %s", s.Target, n))
+		}
 	}
-	if len(r.notes) > 0 {
-		fmt.Fprintf(w, "\nnotes:\n  %s\n", strings.Join(r.notes, "\n  "))
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nnotes:\n  %s\n", strings.Join(notes, "\n  "))
 	}
 }
 
-// ratio formats v/ref, with the target (≤ max) when max > 0.
-func ratio(v, ref time.Duration, of string, max float64) string {
-	if v == 0 || ref == 0 {
-		return "\t"
+// pairRatio formats a median of paired ratios.
+func pairRatio(q float64) (string, float64) {
+	if q == 0 {
+		return "", 0
 	}
-	s := fmt.Sprintf("%.2f× %s", float64(v)/float64(ref), of)
-	if max == 0 {
-		return s + "\t"
+	return fmt.Sprintf("%.2f×", q), q
+}
+
+// mib formats a size in MiB; with unit 1 the verdict compares bytes.
+func mib(f func(*sizeResult) int64, unit int) func(*sizeResult) (string, float64) {
+	return func(s *sizeResult) (string, float64) {
+		v := f(s)
+		if v == 0 {
+			return "", 0
+		}
+		text := fmt.Sprintf("%.1f MiB", float64(v)/(1<<20))
+		if unit == 0 {
+			return text, 0
+		}
+		return text, float64(v)
 	}
-	verdict := "ok"
-	if float64(v)/float64(ref) > max {
-		verdict = "MISSED"
-	}
-	return fmt.Sprintf("%s\t≤ %.2g× (%s)", s, max, verdict)
 }
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -11,12 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ensureTools installs ps (procps), and with tui htop and tmux, when they
-// are missing, with apt-get (Debian and Ubuntu, which these hosts run).
+// ensureTools installs ps (procps), and with tui htop, btop, tmux and
+// strace, when they are missing, with apt-get (Debian and Ubuntu, which
+// these hosts run).
 func ensureTools(tui, noAptGet bool) error {
 	want := map[string]string{"ps": "procps"}
 	if tui {
-		want["htop"], want["tmux"] = "htop", "tmux"
+		want["htop"], want["btop"], want["tmux"], want["strace"] = "htop", "btop", "tmux", "strace"
 	}
 	var missing []string
 	for bin, pkg := range want {

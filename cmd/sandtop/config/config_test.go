@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // lookTool finds a tool the tests drive; `make test-deps` installs them
@@ -16,7 +18,7 @@ func lookTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not installed (make test-deps installs it)", name)
+		proctest.SkipMissing(t, "%s not installed (make test-deps installs it)", name)
 	}
 	return p
 }

@@ -20,8 +20,8 @@ var boot = time.Unix(1_700_000_000, 0)
 
 // box describes one sandbox of a fixed view.
 type box struct {
-	id, runtime string
-	badges      []model.Badge
+	id, runtime, namespace string
+	badges                 []model.Badge
 	// start is the root's start, in seconds after boot.
 	start int
 	// procs members, each with cpu ticks and rss; zombies of them are zombies.
@@ -37,7 +37,7 @@ func fixedView(at time.Time, unattributed, unreadable int, boxes ...box) *model.
 	v := &model.View{Time: at, Host: "fixture", Snapshot: snap}
 	pid := 100
 	for _, b := range boxes {
-		sb := &model.Sandbox{ID: b.id, Runtime: b.runtime, Badges: b.badges}
+		sb := &model.Sandbox{ID: b.id, Runtime: b.runtime, Namespace: b.namespace, Badges: b.badges}
 		for _, bg := range b.badges {
 			switch bg {
 			case model.BadgeOrphan:
@@ -89,12 +89,12 @@ func demoView() *model.View {
 		box{id: "aaa", runtime: "vm0", procs: 3, cpuTicks: 150, rss: 1 << 20, start: 100},
 		box{id: "bbb", runtime: "vm0", badges: []model.Badge{model.BadgeOrphan}, procs: 2, cpuTicks: 10, rss: 4096, start: 200},
 		box{id: "ccc", runtime: "vm0", badges: []model.Badge{model.BadgeOrphan, model.BadgeZombie}, procs: 4, zombies: 2, cpuTicks: 1, rss: 4096, start: 50},
-		box{id: "ddd", runtime: "docker", badges: []model.Badge{model.BadgePaused}, procs: 1, cpuTicks: 0, rss: 8192, start: 300},
+		box{id: "ddd", runtime: "containerd", namespace: "k8s.io", badges: []model.Badge{model.BadgePaused}, procs: 1, cpuTicks: 0, rss: 8192, start: 300},
 	)
 }
 
 func TestCollectFixedView(t *testing.T) {
-	e, err := New(nil, Options{Runtimes: []string{"vm0", "docker", "kata"}})
+	e, err := New(nil, Options{Runtimes: []string{"vm0", "containerd", "kata"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,28 +107,28 @@ func TestCollectFixedView(t *testing.T) {
 	want := `
 # HELP sandtop_sandboxes Sandboxes on this host.
 # TYPE sandtop_sandboxes gauge
-sandtop_sandboxes{runtime="docker"} 1
+sandtop_sandboxes{runtime="containerd"} 1
 sandtop_sandboxes{runtime="kata"} 0
 sandtop_sandboxes{runtime="vm0"} 3
 # HELP sandtop_sandboxes_badged Sandboxes carrying a badge (orphan, zombie, paused); 0 where none.
 # TYPE sandtop_sandboxes_badged gauge
-sandtop_sandboxes_badged{badge="orphan",runtime="docker"} 0
+sandtop_sandboxes_badged{badge="orphan",runtime="containerd"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="vm0"} 2
-sandtop_sandboxes_badged{badge="paused",runtime="docker"} 1
+sandtop_sandboxes_badged{badge="paused",runtime="containerd"} 1
 sandtop_sandboxes_badged{badge="paused",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="paused",runtime="vm0"} 0
-sandtop_sandboxes_badged{badge="zombie",runtime="docker"} 0
+sandtop_sandboxes_badged{badge="zombie",runtime="containerd"} 0
 sandtop_sandboxes_badged{badge="zombie",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="zombie",runtime="vm0"} 1
 # HELP sandtop_sandbox_processes Processes in sandboxes.
 # TYPE sandtop_sandbox_processes gauge
-sandtop_sandbox_processes{runtime="docker"} 1
+sandtop_sandbox_processes{runtime="containerd"} 1
 sandtop_sandbox_processes{runtime="kata"} 0
 sandtop_sandbox_processes{runtime="vm0"} 9
 # HELP sandtop_zombie_processes Zombie processes in sandboxes.
 # TYPE sandtop_zombie_processes gauge
-sandtop_zombie_processes{runtime="docker"} 0
+sandtop_zombie_processes{runtime="containerd"} 0
 sandtop_zombie_processes{runtime="kata"} 0
 sandtop_zombie_processes{runtime="vm0"} 2
 # HELP sandtop_unattributed_processes User-space processes in no sandbox.
@@ -161,23 +161,23 @@ func TestCollectPerSandbox(t *testing.T) {
 # TYPE sandtop_sandbox_info gauge
 sandtop_sandbox_info{id="bbb",namespace="",runtime="vm0"} 1
 sandtop_sandbox_info{id="ccc",namespace="",runtime="vm0"} 1
-sandtop_sandbox_info{id="ddd",namespace="",runtime="docker"} 1
+sandtop_sandbox_info{id="ddd",namespace="k8s.io",runtime="containerd"} 1
 # HELP sandtop_sandbox_badge 1 for each badge a sandbox carries (with --per-sandbox).
 # TYPE sandtop_sandbox_badge gauge
-sandtop_sandbox_badge{badge="orphan",id="bbb"} 1
-sandtop_sandbox_badge{badge="orphan",id="ccc"} 1
-sandtop_sandbox_badge{badge="paused",id="ddd"} 1
-sandtop_sandbox_badge{badge="zombie",id="ccc"} 1
+sandtop_sandbox_badge{badge="orphan",id="bbb",namespace="",runtime="vm0"} 1
+sandtop_sandbox_badge{badge="orphan",id="ccc",namespace="",runtime="vm0"} 1
+sandtop_sandbox_badge{badge="paused",id="ddd",namespace="k8s.io",runtime="containerd"} 1
+sandtop_sandbox_badge{badge="zombie",id="ccc",namespace="",runtime="vm0"} 1
 # HELP sandtop_sandbox_cpu_seconds_total CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).
 # TYPE sandtop_sandbox_cpu_seconds_total counter
-sandtop_sandbox_cpu_seconds_total{id="bbb"} 0.2
-sandtop_sandbox_cpu_seconds_total{id="ccc"} 0.04
-sandtop_sandbox_cpu_seconds_total{id="ddd"} 0
+sandtop_sandbox_cpu_seconds_total{id="bbb",namespace="",runtime="vm0"} 0.2
+sandtop_sandbox_cpu_seconds_total{id="ccc",namespace="",runtime="vm0"} 0.04
+sandtop_sandbox_cpu_seconds_total{id="ddd",namespace="k8s.io",runtime="containerd"} 0
 # HELP sandtop_sandbox_rss_bytes Resident memory of the sandbox's processes (with --per-sandbox).
 # TYPE sandtop_sandbox_rss_bytes gauge
-sandtop_sandbox_rss_bytes{id="bbb"} 8192
-sandtop_sandbox_rss_bytes{id="ccc"} 16384
-sandtop_sandbox_rss_bytes{id="ddd"} 8192
+sandtop_sandbox_rss_bytes{id="bbb",namespace="",runtime="vm0"} 8192
+sandtop_sandbox_rss_bytes{id="ccc",namespace="",runtime="vm0"} 16384
+sandtop_sandbox_rss_bytes{id="ddd",namespace="k8s.io",runtime="containerd"} 8192
 # HELP sandtop_per_sandbox_omitted Sandboxes left out of the per-sandbox series by --per-sandbox-limit (with --per-sandbox).
 # TYPE sandtop_per_sandbox_omitted gauge
 sandtop_per_sandbox_omitted 1
@@ -193,7 +193,7 @@ sandtop_per_sandbox_omitted 1
 	v := fixedView(t0.Add(15*time.Second), 7, 2,
 		box{id: "aaa", runtime: "vm0", procs: 3, cpuTicks: 150, rss: 1 << 20, start: 100},
 		box{id: "bbb", runtime: "vm0", badges: []model.Badge{model.BadgeOrphan}, procs: 2, cpuTicks: 10, rss: 4096, start: 200},
-		box{id: "ddd", runtime: "docker", badges: []model.Badge{model.BadgePaused}, procs: 1, cpuTicks: 0, rss: 8192, start: 300},
+		box{id: "ddd", runtime: "containerd", namespace: "k8s.io", badges: []model.Badge{model.BadgePaused}, procs: 1, cpuTicks: 0, rss: 8192, start: 300},
 	)
 	e.Observe(v, nil, time.Millisecond)
 	want = `
@@ -201,7 +201,7 @@ sandtop_per_sandbox_omitted 1
 # TYPE sandtop_sandbox_info gauge
 sandtop_sandbox_info{id="aaa",namespace="",runtime="vm0"} 1
 sandtop_sandbox_info{id="bbb",namespace="",runtime="vm0"} 1
-sandtop_sandbox_info{id="ddd",namespace="",runtime="docker"} 1
+sandtop_sandbox_info{id="ddd",namespace="k8s.io",runtime="containerd"} 1
 `
 	if err := testutil.CollectAndCompare((*viewCollector)(e), strings.NewReader(want), "sandtop_sandbox_info"); err != nil {
 		t.Error(err)
@@ -368,5 +368,36 @@ sandtop_per_sandbox_omitted %d
 	t.Logf("10,000 sandboxes with --per-sandbox --per-sandbox-limit %d: %d series", limit, total)
 	if most := bound + limit*4 + 1; total > most {
 		t.Errorf("%d series with per-sandbox, want at most %d", total, most)
+	}
+}
+
+// An ID is unique only with its runtime and namespace: two containers
+// "web" in two containerd namespaces, and a vm0 VM that happens to be
+// called "web" too, are three sandboxes, and a scrape must carry all three
+// (a duplicate series would fail the whole scrape).
+func TestPerSandboxSameIDs(t *testing.T) {
+	v := fixedView(t0, 0, 0,
+		box{id: "web", runtime: "containerd", namespace: "default", procs: 1, cpuTicks: 100, start: 1, badges: []model.Badge{model.BadgeOrphan}},
+		box{id: "web", runtime: "containerd", namespace: "k8s.io", procs: 1, cpuTicks: 200, start: 2, badges: []model.Badge{model.BadgeOrphan}},
+		box{id: "web", runtime: "vm0", procs: 1, cpuTicks: 300, start: 3},
+	)
+	e, err := New(nil, Options{PerSandbox: true, PerSandboxLimit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Observe(v, nil, 0)
+	e.Observe(v, nil, 0) // the CPU counters are kept per sandbox, not per ID
+	want := `
+# HELP sandtop_sandbox_cpu_seconds_total CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).
+# TYPE sandtop_sandbox_cpu_seconds_total counter
+sandtop_sandbox_cpu_seconds_total{id="web",namespace="",runtime="vm0"} 3
+sandtop_sandbox_cpu_seconds_total{id="web",namespace="default",runtime="containerd"} 1
+sandtop_sandbox_cpu_seconds_total{id="web",namespace="k8s.io",runtime="containerd"} 2
+`
+	if err := testutil.GatherAndCompare(e.Registry(), strings.NewReader(want), "sandtop_sandbox_cpu_seconds_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(e.Registry(), "sandtop_sandbox_badge"); err != nil || n != 2 {
+		t.Errorf("badge series: %d, %v; want 2", n, err)
 	}
 }

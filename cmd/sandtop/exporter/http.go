@@ -19,8 +19,9 @@ var Paths = []string{"/metrics", "/api/v1/sandboxes", "/healthz"}
 //     the scraper's Accept header prefers;
 //   - /api/v1/sandboxes: the last good view as the `sandtop list --json`
 //     document (?all=1 as `--all`), 503 before the first good scan;
-//   - /healthz: 200 while a scan has succeeded within three intervals,
-//     503 (with the reason) otherwise.
+//   - /healthz: 200 while a scan has succeeded within three intervals
+//     (three scans, if a scan takes longer), 503 (with the reason)
+//     otherwise.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
 	metrics := promhttp.InstrumentMetricHandler(e.reg, promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
@@ -73,7 +74,7 @@ func (e *Exporter) serveHealth(w http.ResponseWriter, _ *http.Request) {
 			msg += ": " + err.Error()
 		}
 		http.Error(w, msg, http.StatusServiceUnavailable)
-	case age > 3*e.opts.Interval:
+	case age > e.staleAfter():
 		http.Error(w, fmt.Sprintf("last good scan %s ago (interval %s): %v", age.Round(time.Second), e.opts.Interval, err), http.StatusServiceUnavailable)
 	default:
 		fmt.Fprintf(w, "ok: last scan %s ago\n", age.Round(time.Millisecond))

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandtop/sandtop/model"
 )
 
 func get(t *testing.T, h http.Handler, method, path string, header ...string) *http.Response {
@@ -102,6 +104,14 @@ func TestHandlerEndpoints(t *testing.T) {
 		if r := get(t, h, "HEAD", "/healthz"); r.StatusCode != 200 {
 			t.Errorf("HEAD /healthz: %d", r.StatusCode)
 		}
+		// Scans that take longer than the interval run back to back: a
+		// scan 5 s old is not late when scans take 3 s.
+		slow := demoView()
+		slow.Time = time.Now().Add(-5 * time.Second)
+		e.Observe(slow, nil, 3*time.Second)
+		if r := get(t, h, "GET", "/healthz"); r.StatusCode != 200 {
+			t.Errorf("/healthz 5 s after a 3 s scan (interval 1s): %d, want 200", r.StatusCode)
+		}
 		old := demoView()
 		old.Time = time.Now().Add(-time.Minute)
 		e.Observe(old, nil, 0)
@@ -171,5 +181,33 @@ func TestNoTeardownDependency(t *testing.T) {
 		if strings.HasSuffix(d, "sandtop/teardown") || strings.HasSuffix(d, "sandtop/ui") {
 			t.Errorf("the exporter depends on %s", d)
 		}
+	}
+}
+
+// countingSource counts scans.
+type countingSource struct{ n int }
+
+func (c *countingSource) Scan() (*model.View, error) {
+	c.n++
+	return demoView(), nil
+}
+
+// A scrape reads the last view: however many scrapes and document reads
+// arrive, only the exporter's own loop scans.
+func TestScrapeNeverScans(t *testing.T) {
+	src := &countingSource{}
+	e, err := New(src, Options{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh()
+	h := e.Handler()
+	for range 10 {
+		for _, p := range Paths {
+			get(t, h, "GET", p)
+		}
+	}
+	if src.n != 1 {
+		t.Errorf("%d scans after 30 requests, want the 1 Refresh made", src.n)
 	}
 }

@@ -12,6 +12,12 @@ import (
 // Badges are the badge label values, every one present for every runtime.
 var Badges = []model.Badge{model.BadgeOrphan, model.BadgeZombie, model.BadgePaused}
 
+// sandboxLabels name one sandbox: its ID alone is not unique (two
+// containerd namespaces can each hold a container "web", two runtimes can
+// pick the same ID), so every per-sandbox series carries all three, and no
+// two sandboxes can ever collide in one scrape.
+var sandboxLabels = []string{"id", "runtime", "namespace"}
+
 // The metrics derived from a view. Names, types and labels are part of
 // sandtop's interface (README "Watching a fleet"): add, never rename.
 var (
@@ -33,13 +39,13 @@ var (
 		"When the last successful scan read the host, Unix seconds.", nil, nil)
 
 	descInfo = prometheus.NewDesc("sandtop_sandbox_info",
-		"Always 1, one per sandbox (with --per-sandbox).", []string{"id", "runtime", "namespace"}, nil)
+		"Always 1, one per sandbox (with --per-sandbox).", sandboxLabels, nil)
 	descBadge = prometheus.NewDesc("sandtop_sandbox_badge",
-		"1 for each badge a sandbox carries (with --per-sandbox).", []string{"id", "badge"}, nil)
+		"1 for each badge a sandbox carries (with --per-sandbox).", append(sandboxLabels, "badge"), nil)
 	descCPU = prometheus.NewDesc("sandtop_sandbox_cpu_seconds_total",
-		"CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).", []string{"id"}, nil)
+		"CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).", sandboxLabels, nil)
 	descRSS = prometheus.NewDesc("sandtop_sandbox_rss_bytes",
-		"Resident memory of the sandbox's processes (with --per-sandbox).", []string{"id"}, nil)
+		"Resident memory of the sandbox's processes (with --per-sandbox).", sandboxLabels, nil)
 	descOmitted = prometheus.NewDesc("sandtop_per_sandbox_omitted",
 		"Sandboxes left out of the per-sandbox series by --per-sandbox-limit (with --per-sandbox).", nil, nil)
 )
@@ -64,10 +70,10 @@ type runtimeCounts struct {
 }
 
 type sandboxSample struct {
-	id, runtime, namespace string
-	badges                 []model.Badge
-	cpu                    float64
-	rss                    uint64
+	key, id, runtime, namespace string
+	badges                      []model.Badge
+	cpu                         float64
+	rss                         uint64
 }
 
 func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
@@ -130,7 +136,7 @@ func perSandbox(v *model.View, limit int, cpu cpuTotals) ([]sandboxSample, int) 
 	}
 	out := make([]sandboxSample, len(picked))
 	for i, sb := range picked {
-		smp := sandboxSample{id: sb.ID, runtime: sb.Runtime, namespace: namespace(sb), badges: sb.Badges}
+		smp := sandboxSample{key: sb.Key(), id: sb.ID, runtime: sb.Runtime, namespace: sb.Namespace, badges: sb.Badges}
 		for _, m := range sb.Members {
 			smp.rss += m.RSS
 		}
@@ -156,10 +162,10 @@ type cpuTotal struct {
 
 // add returns sb's counter after this view.
 func (c cpuTotals) add(v *model.View, sb *model.Sandbox) float64 {
-	t := c[sb.ID]
+	t := c[sb.Key()]
 	if t == nil {
 		t = &cpuTotal{}
-		c[sb.ID] = t
+		c[sb.Key()] = t
 	}
 	members := make(map[proc.Identity]float64, len(sb.Members))
 	for _, m := range sb.Members {
@@ -179,7 +185,7 @@ func (c cpuTotals) add(v *model.View, sb *model.Sandbox) float64 {
 func (c cpuTotals) keep(out []sandboxSample) {
 	in := make(map[string]bool, len(out))
 	for _, s := range out {
-		in[s.id] = true
+		in[s.key] = true
 	}
 	for id := range c {
 		if !in[id] {
@@ -187,10 +193,6 @@ func (c cpuTotals) keep(out []sandboxSample) {
 		}
 	}
 }
-
-// namespace is the sandbox's namespace label: the runtime's own grouping
-// (a containerd namespace, a pod's namespace), "" where it has none.
-func namespace(*model.Sandbox) string { return "" }
 
 // viewCollector exposes the exporter's last good view. Its series are made
 // afresh at each scrape from the last summary, so a sandbox that is gone
@@ -238,10 +240,10 @@ func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, sb := range s.perSandbox {
 		gauge(descInfo, 1, sb.id, sb.runtime, sb.namespace)
 		for _, b := range sb.badges {
-			gauge(descBadge, 1, sb.id, string(b))
+			gauge(descBadge, 1, sb.id, sb.runtime, sb.namespace, string(b))
 		}
-		ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, sb.cpu, sb.id)
-		gauge(descRSS, float64(sb.rss), sb.id)
+		ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, sb.cpu, sb.id, sb.runtime, sb.namespace)
+		gauge(descRSS, float64(sb.rss), sb.id, sb.runtime, sb.namespace)
 	}
 	gauge(descOmitted, float64(s.omitted))
 }

@@ -73,13 +73,29 @@ func TestTortureReaper(t *testing.T) {
 	const interval = 200 * time.Millisecond
 	forD := max(1500*time.Millisecond, 4*scan)
 	t.Logf("a steady scan takes %v: --for %v", scan.Round(time.Millisecond), forD.Round(time.Millisecond))
-	var totals struct {
-		sandboxes, healthy, orphans, bouncers, bounces, reaped, bystanders int
-		harmed, early, missed                                              int
-		maxLatency                                                         time.Duration
-	}
-	runtimes := []fleet.Runtime{fleet.VM0, fleet.Containerd, fleet.Cube}
+	var totals reapTotals
 	for pass := range passes {
+		// A subtest per pass, so that each pass's fleet is closed (and
+		// checked for leaks) before the next starts.
+		t.Run(fmt.Sprintf("pass%d", pass), func(t *testing.T) { tortureReapPass(t, pass, rng, forD, interval, &totals) })
+	}
+	t.Logf("TORTURE reaper: passes=%d sandboxes=%d healthy=%d orphans=%d bouncers=%d bounces=%d reaped=%d bystanders=%d harmed=%d reaped_early=%d missed=%d max_latency_after_orphaned=%v (--for %v, interval %v)",
+		passes, totals.sandboxes, totals.healthy, totals.orphans, totals.bouncers, totals.bounces, totals.reaped, totals.bystanders,
+		totals.harmed, totals.early, totals.missed, totals.maxLatency.Round(time.Millisecond), forD, interval)
+}
+
+// reapTotals are the torture's figures over every pass.
+type reapTotals struct {
+	sandboxes, healthy, orphans, bouncers, bounces, reaped, bystanders int
+	harmed, early, missed                                              int
+	maxLatency                                                         time.Duration
+}
+
+// tortureReapPass is one pass of TestTortureReaper: a random fleet, its
+// bounces, the reaper, and the checks.
+func tortureReapPass(t *testing.T, pass int, rng *rand.Rand, forD, interval time.Duration, totals *reapTotals) {
+	runtimes := []fleet.Runtime{fleet.VM0, fleet.Containerd, fleet.Cube}
+	{
 		type role int
 		const (
 			healthy role = iota
@@ -263,7 +279,4 @@ func TestTortureReaper(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("TORTURE reaper: passes=%d sandboxes=%d healthy=%d orphans=%d bouncers=%d bounces=%d reaped=%d bystanders=%d harmed=%d reaped_early=%d missed=%d max_latency_after_orphaned=%v (--for %v, interval %v)",
-		passes, totals.sandboxes, totals.healthy, totals.orphans, totals.bouncers, totals.bounces, totals.reaped, totals.bystanders,
-		totals.harmed, totals.early, totals.missed, totals.maxLatency.Round(time.Millisecond), forD, interval)
 }

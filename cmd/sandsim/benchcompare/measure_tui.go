@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// screens are the three live screens compared, each refreshing every
+// second: htop in its tree view (-d is in tenths), btop (update_ms in its config) and
+// sandtop's read-only screen.
+var screens = []string{"sandtop", "htop", "btop"}
+
+// idleWindow is how long strace counts each screen's system calls.
+const idleWindow = 10 * time.Second
+
+// measureTUIs runs the three screens side by side in a private tmux
+// server, reads their CPU time over the window, cut into o.runs slices
+// (the median slice is reported), then counts their blocking waits with
+// strace, and reads sandtop's RSS.
+func measureTUIs(ctx context.Context, res *sizeResult, o options) error {
+	// A server of our own, on a socket in a directory of our own: killing
+	// it ends every pane and touches no other tmux.
+	dir, err := os.MkdirTemp("", "benchcompare-tmux-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "sock")
+	tmux := func(args ...string) ([]byte, error) {
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("tmux %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		}
+		return out, nil
+	}
+	defer func() { _, _ = tmux("kill-server") }()
+	// btop reads its refresh interval from its config only: give it a
+	// config directory of its own.
+	cfg := filepath.Join(dir, "btop")
+	if err := os.MkdirAll(cfg, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg, "btop.conf"), []byte("update_ms = 1000\n"), 0o644); err != nil {
+		return err
+	}
+	cmds := map[string]string{
+		"sandtop": "exec " + shellQuote(o.sandtop) + " watch --interval 1s",
+		"htop":    "exec htop -d 10 -t",
+		"btop":    "XDG_CONFIG_HOME=" + shellQuote(dir) + " LANG=C.UTF-8 exec btop --utf-force",
+	}
+	pids := map[string]int{}
+	for _, name := range screens {
+		if _, err := exec.LookPath(name); name != "sandtop" && err != nil {
+			res.note("%s not installed: not measured", name)
+			continue
+		}
+		if _, err := tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", cmds[name]); err != nil {
+			return err
+		}
+		out, err := tmux("list-panes", "-t", name, "-F", "#{pane_pid}")
+		if err != nil {
+			return err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil {
+			return fmt.Errorf("pane pid of %s: %q", name, out)
+		}
+		pids[name] = pid
+	}
+	if !sleepCtx(ctx, o.settle) {
+		return ctx.Err()
+	}
+	slice := o.window / time.Duration(max(o.runs, 1))
+	per := map[string][]time.Duration{}
+	for range max(o.runs, 1) {
+		before := map[string]time.Duration{}
+		for name, pid := range pids {
+			before[name] = cpuTime(pid)
+		}
+		start := time.Now()
+		if !sleepCtx(ctx, slice) {
+			return ctx.Err()
+		}
+		refreshes := time.Since(start).Seconds() // all refresh once a second
+		for name, pid := range pids {
+			per[name] = append(per[name], time.Duration(float64(cpuTime(pid)-before[name])/refreshes))
+		}
+	}
+	for name, pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			return fmt.Errorf("%s (pid %d) exited during the window", name, pid)
+		}
+	}
+	res.SandtopCPU, res.HtopCPU, res.BtopCPU = median(per["sandtop"]), median(per["htop"]), median(per["btop"])
+	res.TUIRSS, res.TUIHWM = memOf(pids["sandtop"])
+
+	// Blocking waits, all three at once over the same seconds.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wakes := map[string]float64{}
+	for name, pid := range pids {
+		wg.Go(func() {
+			w, err := straceWaits(ctx, pid, filepath.Join(dir, name+".strace"))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				res.note("strace %s: %v", name, err)
+				return
+			}
+			wakes[name] = w
+		})
+	}
+	wg.Wait()
+	res.SandtopWake, res.HtopWake, res.BtopWake = wakes["sandtop"], wakes["htop"], wakes["btop"]
+	return nil
+}
+
+// waitCalls are the system calls a thread blocks in until something wakes
+// it: counting them counts wakeups.
+var waitCalls = map[string]bool{
+	"futex": true, "epoll_wait": true, "epoll_pwait": true, "epoll_pwait2": true, "nanosleep": true,
+	"clock_nanosleep": true, "poll": true, "ppoll": true, "select": true, "pselect6": true, "restart_syscall": true,
+}
+
+// straceWaits counts, with strace -c -f over idleWindow, the blocking
+// waits of pid and its threads, per second.
+func straceWaits(ctx context.Context, pid int, out string) (float64, error) {
+	cmd := exec.CommandContext(ctx, "strace", "-c", "-f", "-q", "-o", out, "-p", strconv.Itoa(pid))
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	sleepCtx(ctx, idleWindow)
+	// SIGINT detaches strace, which then writes its summary.
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return 0, err
+	}
+	calls := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// % time, seconds, usecs/call, calls, [errors,] syscall
+		if len(f) < 5 || !waitCalls[f[len(f)-1]] {
+			continue
+		}
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			continue
+		}
+		calls += n
+	}
+	return float64(calls) / idleWindow.Seconds(), nil
+}
+
+// cpuTime is the CPU time of every thread of pid, from the nanosecond
+// run times in /proc/PID/task/TID/schedstat (utime+stime have 10 ms
+// ticks, too coarse for an idle screen).
+func cpuTime(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var ns int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseInt(f[0], 10, 64)
+			ns += v
+		}
+	}
+	return time.Duration(ns)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
