@@ -128,7 +128,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	if auditPath == "" {
 		auditPath = teardown.DefaultAuditPath()
 	}
-	return runPlans(ctx, eng, plans, o.json, auditPath, out, errOut)
+	return runPlans(ctx, eng, plans, o.json, o.reconcile, auditPath, out, errOut)
 }
 
 // runPlans tears the plans down and audits each. Once it has started it
@@ -136,7 +136,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 // dropped, SIGPIPE and SIGHUP change nothing, the first SIGINT or SIGTERM
 // only cuts the grace wait short, and a second one stops further SIGKILLs.
 // The thaw, the verify and the audit record happen whatever comes.
-func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan, asJSON bool, auditPath string, out, errOut io.Writer) error {
+func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan, asJSON, reconcile bool, auditPath string, out, errOut io.Writer) error {
 	lout, lerr := &lossyWriter{w: out}, &lossyWriter{w: errOut}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -183,7 +183,7 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 	for _, p := range plans {
 		t := eng.Run(runCtx, p, emit)
 		failed = failed || !t.OK()
-		if o.reconcile && len(p.Reconcile) > 0 {
+		if reconcile && len(p.Reconcile) > 0 {
 			if !t.OK() {
 				emit(teardown.Event{Time: time.Now(), Sandbox: p.Target, Step: teardown.StepReconcile, Status: teardown.Skip,
 					Detail: "processes survive or a step failed: " + p.Runtime + " is not told"})
