@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,9 @@ survived or a step failed, 2 for usage errors and IDs that do not resolve.`,
 	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "how long to wait after SIGTERM before SIGKILL (0: SIGKILL at once)")
 	f.DurationVar(&o.deadline, "deadline", teardown.DefaultDeadline, "how long to keep killing newcomers before reporting survivors")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
+	_ = cmd.RegisterFlagCompletionFunc("pid", func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		return completePIDs(g, o.pids, prefix), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
@@ -288,6 +292,28 @@ func lineEmitter(w io.Writer, st *theme.Theme) func(teardown.Event) {
 	}
 }
 
+// completePIDs offers the pids of sandbox members that start with prefix,
+// each described by its command and the sandbox it belongs to, so `--pid
+// <TAB>` finds a tree inside a sandbox without a trip through ps.
+func completePIDs(g *globals, already []int, prefix string) []string {
+	v, err := g.view(false)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	names := v.ShortNames(model.MinShortID)
+	for _, sb := range v.Sandboxes {
+		for _, m := range sb.Members {
+			pid := strconv.Itoa(m.PID)
+			if !strings.HasPrefix(pid, prefix) || slices.Contains(already, m.PID) {
+				continue
+			}
+			out = append(out, pid+"\t"+m.Comm+" in "+names[sb]+" ("+sb.Runtime+")")
+		}
+	}
+	return out
+}
+
 // completeIDs offers the live sandbox IDs that start with prefix, each
 // described by its runtime and badges (shells that show descriptions do).
 func completeIDs(g *globals, already []string, prefix string) []string {
@@ -301,6 +327,11 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 		name := v.FullName(sb)
 		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) {
 			continue
+		}
+		if !strings.HasPrefix(name, prefix) {
+			// Typed without its namespace: the shell keeps only words
+			// that start with what was typed, and kill takes the bare ID.
+			name = sb.ID
 		}
 		desc := sb.Runtime + ", " + format.Count(len(sb.Members), "process", "processes")
 		if len(sb.Badges) > 0 {

@@ -205,6 +205,7 @@ func initCompletion(root *cobra.Command) {
 		// Without this cobra prints the help for a shell it does not
 		// know (tcsh) and exits 0.
 		c.Args = cobra.ArbitraryArgs
+		bashCompletion(c)
 		c.RunE = func(_ *cobra.Command, args []string) error {
 			var shells []string
 			for _, s := range c.Commands() {

@@ -110,8 +110,11 @@ func TestCollectFixedView(t *testing.T) {
 sandtop_sandboxes{runtime="containerd"} 1
 sandtop_sandboxes{runtime="kata"} 0
 sandtop_sandboxes{runtime="vm0"} 3
-# HELP sandtop_sandboxes_badged Sandboxes carrying a badge (orphan, zombie, paused); 0 where none.
+# HELP sandtop_sandboxes_badged Sandboxes carrying a badge (orphan, zombie, paused, leftover); 0 where none.
 # TYPE sandtop_sandboxes_badged gauge
+sandtop_sandboxes_badged{badge="leftover",runtime="containerd"} 0
+sandtop_sandboxes_badged{badge="leftover",runtime="kata"} 0
+sandtop_sandboxes_badged{badge="leftover",runtime="vm0"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="containerd"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="vm0"} 2
@@ -325,9 +328,9 @@ func TestCardinality(t *testing.T) {
 		e.Observe(v, nil, 0)
 		return testutil.CollectAndCount((*viewCollector)(e))
 	}
-	// Per runtime: sandboxes, 3 badged, processes, zombies, oldest orphan
+	// Per runtime: sandboxes, one per badge, processes, zombies, oldest orphan
 	// (only where there is one); and 3 host-wide gauges.
-	perRuntime := 1 + len(Badges) + 2 + 1
+	perRuntime := 1 + len(model.Badges) + 2 + 1
 	bound := len(rts)*perRuntime + 3
 	got := count(Options{Runtimes: rts}, v)
 	t.Logf("10,000 sandboxes, %d runtimes, no --per-sandbox: %d series (bound %d; 1 sandbox: %d)",

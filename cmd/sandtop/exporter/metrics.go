@@ -9,9 +9,6 @@ import (
 	"github.com/sandtop/sandtop/proc"
 )
 
-// Badges are the badge label values, every one present for every runtime.
-var Badges = []model.Badge{model.BadgeOrphan, model.BadgeZombie, model.BadgePaused}
-
 // sandboxLabels name one sandbox: its ID alone is not unique (two
 // containerd namespaces can each hold a container "web", two runtimes can
 // pick the same ID), so every per-sandbox series carries all three, and no
@@ -24,7 +21,7 @@ var (
 	descSandboxes = prometheus.NewDesc("sandtop_sandboxes",
 		"Sandboxes on this host.", []string{"runtime"}, nil)
 	descBadged = prometheus.NewDesc("sandtop_sandboxes_badged",
-		"Sandboxes carrying a badge (orphan, zombie, paused); 0 where none.", []string{"runtime", "badge"}, nil)
+		"Sandboxes carrying a badge (orphan, zombie, paused, leftover); 0 where none.", []string{"runtime", "badge"}, nil)
 	descProcesses = prometheus.NewDesc("sandtop_sandbox_processes",
 		"Processes in sandboxes.", []string{"runtime"}, nil)
 	descZombies = prometheus.NewDesc("sandtop_zombie_processes",
@@ -64,7 +61,7 @@ type summary struct {
 
 type runtimeCounts struct {
 	sandboxes, processes, zombies int
-	badged                        [3]int // indexed like Badges
+	badged                        []int // indexed like model.Badges: every badge present for every runtime
 	// oldestOrphan is a Unix time; 0 while the runtime has no orphan.
 	oldestOrphan float64
 }
@@ -86,7 +83,7 @@ func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
 	counts := func(rt string) *runtimeCounts {
 		c := s.byRuntime[rt]
 		if c == nil {
-			c = &runtimeCounts{}
+			c = &runtimeCounts{badged: make([]int, len(model.Badges))}
 			s.byRuntime[rt] = c
 			s.runtimes = append(s.runtimes, rt)
 		}
@@ -100,7 +97,7 @@ func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
 		c.sandboxes++
 		c.processes += len(sb.Members)
 		c.zombies += sb.Zombies
-		for i, b := range Badges {
+		for i, b := range model.Badges {
 			if sb.HasBadge(b) {
 				c.badged[i]++
 			}
@@ -222,7 +219,7 @@ func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, rt := range s.runtimes {
 		n := s.byRuntime[rt]
 		gauge(descSandboxes, float64(n.sandboxes), rt)
-		for i, b := range Badges {
+		for i, b := range model.Badges {
 			gauge(descBadged, float64(n.badged[i]), rt, string(b))
 		}
 		gauge(descProcesses, float64(n.processes), rt)
