@@ -31,11 +31,16 @@ screenshots: build
 # Tools some tests drive, as command:Debian package: tmux is the real
 # terminal the demo and read-only tests run in, strace watches the read-only
 # programs' system calls, prometheus and promtool scrape `sandtop serve` and
-# check its metrics and alert rules, systemd-analyze checks its unit.
+# check its metrics and alert rules, systemd-analyze checks its unit; the
+# real runtimes (cmd/sandtop/realrt_test.go) are judged against: containerd,
+# runc, dockerd, podman (+conmon), bubblewrap, QEMU and systemd-nspawn, with
+# busybox-static for a root filesystem.
 # Installed from Debian when missing and root; otherwise those tests skip.
 # Debian's prometheus service is never started (a policy-rc.d refuses it,
 # invoke-rc.d(8), while apt-get runs): the tests start their own.
-TEST_TOOLS := tmux:tmux strace:strace prometheus:prometheus promtool:prometheus systemd-analyze:systemd
+TEST_TOOLS := tmux:tmux strace:strace prometheus:prometheus promtool:prometheus systemd-analyze:systemd \
+	containerd:containerd ctr:containerd runc:runc dockerd:docker.io podman:podman conmon:conmon bwrap:bubblewrap \
+	busybox:busybox-static qemu-system-x86_64:qemu-system-x86 systemd-nspawn:systemd-container
 test-deps:
 	@missing=$$(for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null || echo $${t#*:}; done | sort -u); \
 	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \

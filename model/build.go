@@ -302,8 +302,12 @@ func (w *build) addRule(sb *Sandbox, m Match) {
 }
 
 // addVars adds the captures sb does not have yet: the first match to
-// capture a name wins.
+// capture a name wins. A capture named "alias" (podman's container name)
+// is another name the sandbox answers to.
 func (w *build) addVars(sb *Sandbox, vars map[string]string) {
+	if a := vars["alias"]; a != "" && a != sb.ID && !slices.Contains(sb.Aliases, a) {
+		sb.Aliases = append(sb.Aliases, a)
+	}
 	for k, v := range vars {
 		if _, ok := sb.Vars[k]; !ok {
 			sb.Vars[k] = v
@@ -360,12 +364,17 @@ func (w *build) attributeByRule() {
 	// four map lookups a process.
 	var last *Sandbox
 	var lastRule *Rule
+	var weak []int
 	for i, p := range w.snap.Procs {
 		if w.excluded(p) {
 			continue
 		}
 		m, ok := w.match(p)
 		if !ok {
+			continue
+		}
+		if m.Rule.NestedPIDNamespace && m.Rule.onlyCgroup() {
+			weak = append(weak, i)
 			continue
 		}
 		var sb *Sandbox
@@ -376,10 +385,44 @@ func (w *build) attributeByRule() {
 			sb = w.sandbox(m)
 			last, lastRule = sb, m.Rule
 		}
-		w.assign(i, p, sb, ViaRule)
-		w.matched[sb] = w.matchedChunks.add(w.matched[sb], matchedProc{p, m})
-		w.by[i] = m.By
+		w.assignMatch(i, p, sb, m)
 	}
+	// A cgroup whose shape alone names a sandbox (containerd's /<ns>/<id>,
+	// runc's /<id>) is weak evidence: a process below another runtime's
+	// recognised process (an nspawn payload in <cgroup>/payload) is that
+	// runtime's, and joins it through its ancestry (rule 2).
+	for _, i := range weak {
+		p := w.snap.Procs[i]
+		m, _ := w.match(p)
+		if w.underOtherRuntime(p, m.Rule.Name) {
+			continue
+		}
+		w.assignMatch(i, p, w.sandbox(m), m)
+	}
+}
+
+func (w *build) assignMatch(i int, p *proc.Process, sb *Sandbox, m Match) {
+	w.assign(i, p, sb, ViaRule)
+	w.matched[sb] = w.matchedChunks.add(w.matched[sb], matchedProc{p, m})
+	w.by[i] = m.By
+}
+
+// underOtherRuntime reports whether an ancestor of p was recognised by a
+// rule of another runtime on something other than its cgroup.
+func (w *build) underOtherRuntime(p *proc.Process, runtime string) bool {
+	for cur, steps := w.ix.of(p.PPID), 0; cur >= 0 && steps < maxSupervisorDepth; steps++ {
+		q := w.snap.Procs[cur]
+		if w.excluded(q) {
+			return false
+		}
+		if sb := w.owner[cur]; sb != nil && w.via[cur] == ViaRule {
+			if m, _ := w.match(q); m.Rule != nil && !m.Rule.onlyCgroup() {
+				return m.Rule.Name != runtime
+			}
+		}
+		cur = w.ix.of(q.PPID)
+	}
+	return false
 }
 
 // Rule 1b: with process_group, the matched process's whole process group

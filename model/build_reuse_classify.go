@@ -82,6 +82,15 @@ func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 	if sb == nil || n.Zombie() || m.Rule.ProcessGroup || r.hasSocketFlag(n) {
 		return undecidable, join{}
 	}
+	if m.Rule.NestedPIDNamespace && m.Rule.onlyCgroup() {
+		// Weak cgroup evidence yields to an ancestor of another runtime
+		// (see build.underOtherRuntime): only a full Build decides that.
+		for q, steps := r.snap.ByPID[n.PPID], 0; q != nil && steps < maxSupervisorDepth; q, steps = r.snap.ByPID[q.PPID], steps+1 {
+			if o := r.l.view.SandboxOf(q.ID()); o != nil && o != sb {
+				return undecidable, join{}
+			}
+		}
+	}
 	return joins, join{sb: sb.idx, via: ViaRule, by: m.By, match: m}
 }
 

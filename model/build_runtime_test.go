@@ -135,3 +135,94 @@ func TestMatchCgroup(t *testing.T) {
 		}
 	}
 }
+
+func TestPausedIsTheWorkload(t *testing.T) {
+	const cg = "/team-a/w3b34"
+	procs := func() []*proc.Process {
+		return []*proc.Process{
+			pr(1090, 1, "/usr/bin/containerd-shim-runc-v2 -namespace team-a -id w3b34 -address /run/ctrd.sock"),
+			pr(1100, 1090, "sleep 100001", cgroup(cg), freezer(cg), nspid(1), state('D')),
+			pr(1101, 1100, "sleep 100000", cgroup(cg), freezer(cg), nspid(6), state('D')),
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		v1, v2     bool
+		shimFrozen bool
+		paused     bool
+		note       string
+	}{
+		{name: "running"},
+		{name: "ctr task pause: the v1 freezer of the container, not the shim", v1: true, paused: true, note: "workload frozen: 2 processes in /team-a/w3b34; 1 outside it"},
+		{name: "v2 freeze of the container", v2: true, paused: true, note: "workload frozen: 2 processes"},
+		{name: "everything frozen", v1: true, shimFrozen: true, paused: true, note: "frozen: all 3 processes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snap(procs()...)
+			s.Listeners["/run/ctrd.sock"] = true
+			s.Freezers[cg] = proc.CgroupState{Exists: true, Frozen: tc.v1}
+			s.Cgroups[cg] = proc.CgroupState{Exists: true, Frozen: tc.v2}
+			if tc.shimFrozen {
+				s.ByPID[1090].Cgroup, s.Cgroups["/shim"] = "/shim", proc.CgroupState{Exists: true, Frozen: true}
+			}
+			sb := one(t, Build(s, Presets(), nil), "team-a/w3b34")
+			if sb.Paused != tc.paused || sb.Frozen != tc.paused || !strings.Contains(sb.PausedNote, tc.note) {
+				t.Errorf("paused %v frozen %v note %q; want paused %v, note with %q", sb.Paused, sb.Frozen, sb.PausedNote, tc.paused, tc.note)
+			}
+			if tc.paused {
+				wantBadges(t, sb, BadgePaused)
+			}
+		})
+	}
+}
+
+func TestBuildPodmanRuncNspawn(t *testing.T) {
+	id := "016f5d29bd3ad4d98a6a148692c7fd2020463ec4301b5a0fc43ac7eb8f9d0965"
+	lib := "/libpod_parent/libpod-" + id
+	// conmon's argv as podman 4.3.1 started it here (abridged in the middle).
+	conmon := "/usr/bin/conmon --api-version 1 -c " + id + " -u " + id + " -r /usr/bin/runc -b /r/vfs-containers/" + id + "/userdata -p /rr/pidfile -n pod-test-1 --exit-dir /t/exits --full-attach -l k8s-file:/r/ctr.log --log-level warning --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg /r --exit-command-arg --runroot --exit-command-arg /rr --exit-command-arg --log-level --exit-command-arg warning --exit-command-arg --cgroup-manager --exit-command-arg cgroupfs --exit-command-arg --tmpdir --exit-command-arg /t --exit-command-arg container --exit-command-arg cleanup --exit-command-arg " + id
+	s := snap(
+		pr(600, 1, conmon, cgroup("/"), freezer("/libpod_parent/conmon")),
+		pr(601, 600, "sleep 100001", cgroup(lib), freezer(lib), nspid(1)),
+		pr(602, 601, "sleep 100000", cgroup(lib), freezer(lib), nspid(6)),
+		pr(700, 1, "sleep 100001", cgroup("/rcx1"), freezer("/rcx1"), nspid(1)),
+		pr(701, 700, "sleep 100000", cgroup("/rcx1"), freezer("/rcx1"), nspid(6)),
+		pr(800, 1, "systemd-nspawn -q -D /tmp/nsroot -M nsp-test1 --register=no --keep-unit /bin/sh -c sleep", cgroup("/rt/supervisor")),
+		pr(801, 800, "sleep 100001", cgroup("/rt/payload"), nspid(1)),
+	)
+	v := Build(s, Presets(), nil)
+	pod := one(t, v, id)
+	wantPIDs(t, pod, 600, 601, 602)
+	wantStrings(t, "aliases", pod.Aliases, "pod-test-1")
+	wantStrings(t, "reconcile", pod.Reconcile, "podman", "--root", "/r", "--runroot", "/rr", "--tmpdir", "/t", "rm", "--force", id)
+	if pod.Runtime != "podman" || pod.Cgroup != lib || pod.CgroupOnly || pod.Orphan {
+		t.Errorf("podman: runtime %q cgroup %q cgroup-only %v orphan %v", pod.Runtime, pod.Cgroup, pod.CgroupOnly, pod.Orphan)
+	}
+	if got, err := v.Resolve("pod-test-1"); err != nil || got != pod {
+		t.Errorf("the container name resolves to %v, %v", got, err)
+	}
+	rc := one(t, v, "rcx1")
+	wantPIDs(t, rc, 700, 701)
+	wantStrings(t, "reconcile", rc.Reconcile, "runc", "delete", "--force", "rcx1")
+	if rc.Runtime != "runc" || rc.Cgroup != "/rcx1" || rc.Orphan {
+		t.Errorf("runc: runtime %q cgroup %q orphan %v", rc.Runtime, rc.Cgroup, rc.Orphan)
+	}
+	ns := one(t, v, "nsp-test1")
+	wantPIDs(t, ns, 800, 801)
+	if ns.Runtime != "nspawn" {
+		t.Errorf("nspawn: runtime %q", ns.Runtime)
+	}
+
+	// conmon gone: the container is still podman's, an orphan, and the
+	// reconcile command falls back to podman's defaults.
+	s = snap(
+		pr(601, 1, "sleep 100001", cgroup(lib), freezer(lib), nspid(1)),
+		pr(602, 601, "sleep 100000", cgroup(lib), freezer(lib), nspid(6)),
+	)
+	pod = one(t, Build(s, Presets(), nil), id)
+	wantBadges(t, pod, BadgeOrphan)
+	wantStrings(t, "reconcile", pod.Reconcile, "podman", "rm", "--force", id)
+	if !pod.CgroupOnly || pod.Cgroup != lib {
+		t.Errorf("conmon-less podman: cgroup-only %v cgroup %q", pod.CgroupOnly, pod.Cgroup)
+	}
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -62,6 +63,7 @@ func (w *build) finish() *View {
 		sb.Orphan = sb.supOrphan
 		badge(sb, w.snap)
 		sb.Cleanup = w.cleanup(sb)
+		sb.Reconcile = w.reconcile(sb)
 		sb.rules = w.rules[sb]
 	}
 	w.last.members = byPos
@@ -226,7 +228,8 @@ func (w *build) rootless(sb *Sandbox) {
 	}
 	where, matched := sb.Cgroup, false
 	for _, m := range sb.Members {
-		if m.Via != ViaRule && m.Via != ViaGroup {
+		// A dead root (a zombie shim nobody reaps) is no root.
+		if m.Via != ViaRule && m.Via != ViaGroup || m.Zombie() {
 			continue
 		}
 		matched = true
@@ -270,8 +273,16 @@ func describe(p *proc.Process) string {
 
 // badge derives zombie and paused state and the badge list from the
 // members and the supervisor's verdict (sb.Orphan on entry).
+//
+// A sandbox is paused when its workload is: `ctr task pause`, `docker
+// pause` and `podman pause` freeze the container's own cgroup, while the
+// shim (or conmon) that runs it lives outside that cgroup and keeps
+// running. So the workload is the members inside the sandbox's dedicated
+// cgroup (v2 or v1 freezer); with no dedicated cgroup it is every member,
+// and the sandbox is paused when all of them are frozen or stopped.
 func badge(sb *Sandbox, snap *proc.Snapshot) {
 	live, stopped, frozen := 0, 0, 0
+	work, workFrozen := 0, 0
 	sb.Zombies, sb.Badges = 0, nil
 	for _, m := range sb.Members {
 		if m.Orphan {
@@ -285,13 +296,25 @@ func badge(sb *Sandbox, snap *proc.Snapshot) {
 		if m.Stopped() {
 			stopped++
 		}
-		if snap.Cgroups[m.Cgroup].Frozen || snap.Freezers[m.Freezer].Frozen {
+		isFrozen := snap.Cgroups[m.Cgroup].Frozen || snap.Freezers[m.Freezer].Frozen
+		if isFrozen {
 			frozen++
 		}
+		if within(m.Cgroup, sb.Cgroup) || within(m.Freezer, sb.Freezer) {
+			work++
+			if isFrozen {
+				workFrozen++
+			}
+		}
+	}
+	if sb.Cgroup == "" && sb.Freezer == "" {
+		work, workFrozen = live, frozen
 	}
 	sb.Dead = live == 0
-	sb.Frozen = live > 0 && frozen == live
+	sb.Frozen = work > 0 && workFrozen == work
+	sb.FrozenProcesses, sb.WorkloadProcesses = frozen, work
 	sb.Paused = sb.Frozen || (live > 0 && stopped == live)
+	sb.PausedNote = pausedNote(sb, live, stopped, frozen, work)
 	if sb.Orphan {
 		sb.Badges = append(sb.Badges, BadgeOrphan)
 	}
@@ -301,6 +324,31 @@ func badge(sb *Sandbox, snap *proc.Snapshot) {
 	if sb.Paused {
 		sb.Badges = append(sb.Badges, BadgePaused)
 	}
+}
+
+// pausedNote says which part of a paused sandbox is frozen or stopped.
+func pausedNote(sb *Sandbox, live, stopped, frozen, work int) string {
+	where := sb.Cgroup
+	if where == "" || sb.Freezer != "" && sb.Freezer != sb.Cgroup {
+		where = cmp.Or(sb.Freezer, sb.Cgroup)
+	}
+	switch {
+	case !sb.Paused:
+		return ""
+	case sb.Frozen && frozen == live:
+		if where == "" {
+			return fmt.Sprintf("frozen: all %d processes", live)
+		}
+		return fmt.Sprintf("frozen: all %d processes, in %s", live, where)
+	case sb.Frozen:
+		return fmt.Sprintf("workload frozen: %d processes in %s; %d outside it (the runtime's shim or monitor) still running", work, where, live-frozen)
+	}
+	return fmt.Sprintf("stopped: all %d live processes (SIGSTOP)", stopped)
+}
+
+// within reports whether the cgroup path is dir or below it.
+func within(path, dir string) bool {
+	return dir != "" && path != "" && (path == dir || strings.HasPrefix(path, dir+"/") || dir == "/")
 }
 
 // cleanup expands the cleanup templates of every rule that matched the
@@ -317,6 +365,20 @@ func (w *build) cleanup(sb *Sandbox) []string {
 		}
 	}
 	return out
+}
+
+// reconcile picks the runtime's own command to run after a kill: the
+// first rule that recognised the sandbox (in rules order) whose reconcile
+// command expands in full with the sandbox's captures.
+func (w *build) reconcile(sb *Sandbox) []string {
+	rs := slices.Clone(w.rules[sb])
+	slices.SortFunc(rs, func(a, b *Rule) int { return cmp.Compare(w.ruleIndex[a], w.ruleIndex[b]) })
+	for _, r := range rs {
+		if argv, err := (Match{Rule: r, ID: sb.ID, Vars: sb.Vars}).ReconcileArgv(); err == nil && len(argv) > 0 {
+			return argv
+		}
+	}
+	return nil
 }
 
 // SafeCleanupPath reports whether path may be removed as cleanup of the

@@ -35,19 +35,24 @@ type SandboxJSON struct {
 	// Namespace is the runtime's namespace ("" when it has none); Name is
 	// "namespace/id" (or the ID), Key "runtime:namespace/id": the
 	// sandbox's identity, unique in the document.
-	Namespace     string        `json:"namespace"`
-	Name          string        `json:"name"`
-	Key           string        `json:"key"`
-	CgroupOnly    bool          `json:"cgroup_only"`
-	RootPID       int           `json:"root_pid"`
-	SupervisorPID int           `json:"supervisor_pid"`
-	Supervisor    string        `json:"supervisor"`
-	Cgroup        string        `json:"cgroup"`
-	Freezer       string        `json:"freezer_cgroup"`
-	Frozen        bool          `json:"frozen"`
-	Badges        []Badge       `json:"badges"`
-	Cleanup       []string      `json:"cleanup"`
-	Processes     []ProcessJSON `json:"processes"`
+	Namespace     string `json:"namespace"`
+	Name          string `json:"name"`
+	Key           string `json:"key"`
+	CgroupOnly    bool   `json:"cgroup_only"`
+	RootPID       int    `json:"root_pid"`
+	SupervisorPID int    `json:"supervisor_pid"`
+	Supervisor    string `json:"supervisor"`
+	Cgroup        string `json:"cgroup"`
+	Freezer       string `json:"freezer_cgroup"`
+	Frozen        bool   `json:"frozen"`
+	// Paused says which part of a paused sandbox is frozen or stopped.
+	Paused  string   `json:"paused"`
+	Badges  []Badge  `json:"badges"`
+	Cleanup []string `json:"cleanup"`
+	// Reconcile is the runtime's own command to run after a kill (empty
+	// when the runtime notices by itself).
+	Reconcile []string      `json:"reconcile"`
+	Processes []ProcessJSON `json:"processes"`
 	// Leftovers lists what a sandbox with no process left still holds.
 	Leftovers []LeftoverJSON `json:"leftovers,omitempty"`
 }
@@ -181,8 +186,10 @@ func (v *View) Document(all bool) Document {
 			Cgroup:     sb.Cgroup,
 			Freezer:    sb.Freezer,
 			Frozen:     sb.Frozen,
+			Paused:     sb.PausedNote,
 			Badges:     append([]Badge{}, sb.Badges...),
 			Cleanup:    append([]string{}, sb.Cleanup...),
+			Reconcile:  append([]string{}, sb.Reconcile...),
 			Processes:  make([]ProcessJSON, 0, len(sb.Members)),
 		}
 		if sb.Root != nil {

@@ -552,6 +552,23 @@ func (m Match) CleanupPaths() ([]string, error) {
 	return paths, errors.Join(errs...)
 }
 
+// ReconcileArgv expands the rule's reconcile command with the captures. It
+// fails when a placeholder has no value: a command with a hole in it is
+// never run.
+func (m Match) ReconcileArgv() ([]string, error) {
+	if m.Rule == nil || len(m.Rule.Reconcile) == 0 {
+		return nil, nil
+	}
+	out := make([]string, 0, len(m.Rule.Reconcile))
+	for _, t := range m.Rule.Reconcile {
+		if err := m.checkVars(t); err != nil {
+			return nil, fmt.Errorf("reconcile %q: %w", t, err)
+		}
+		out = append(out, m.Expand(t))
+	}
+	return out, nil
+}
+
 func (m Match) checkVars(template string) error {
 	names, err := placeholders(template)
 	if err != nil {

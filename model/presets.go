@@ -178,6 +178,35 @@ var presets = sync.OnceValue(func() Rules {
 			Doc:           "containerd shim v2 daemon (containerd-shim-<runtime>-v<N> -namespace <ns> -id <id> -address <socket>), not its start/delete helper runs: containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand), core/runtime/v2/binary.go, pkg/shim/util.go (Command)",
 		},
 		{
+			Name: "podman",
+			Exe:  re(`(?:^|/)conmon$`),
+			Flag: "-c",
+			// Optional captures: the container name, an alias; the storage
+			// paths podman passes conmon for its exit command, which the
+			// reconcile command needs to find the container.
+			Argv:      re(`^(?:.*? (?:-n|--name)[ =](?P<alias>[^ ]+))?(?:.*? --exit-command-arg --root --exit-command-arg (?P<root>/[^ ]*) --exit-command-arg --runroot --exit-command-arg (?P<runroot>/[^ ]*))?(?:.*? --exit-command-arg --tmpdir --exit-command-arg (?P<tmpdir>/[^ ]*))?`),
+			Reconcile: []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "rm", "--force", "{id}"},
+			Doc:       "podman's conmon, the container's monitor (no daemon: conmon --api-version 1 -c <64hex> -u <64hex> -r <runtime> -b <bundle> -p <pidfile> -n <name> … --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg <root> … container cleanup <id>); the name is an alias; podman notices a kill behind its back only when told (podman rm --force, which the first time waits 5 s for conmon's exit file and marks the container exited, the second time removes it): containers/podman libpod/oci_conmon_linux.go (createOCIContainer), libpod/container_internal.go (exit command), containers/conmon src/cli.c (options); seen here with podman 4.3.1 + conmon 2.1.6",
+		},
+		{
+			Name:      "podman",
+			Cgroup:    re(`(?:^|/)libpod-(?P<id>[0-9a-f]{64})(?:\.scope)?(?:/|$)`),
+			Reconcile: []string{"podman", "rm", "--force", "{id}"},
+			Doc:       "podman container cgroup: libpod_parent/libpod-<id> with the cgroupfs manager, machine.slice/libpod-<id>.scope with systemd (conmon sits in libpod_parent/conmon or libpod-conmon-<id>.scope, outside it): containers/podman libpod/runtime_ctr.go, pkg/specgen/generate (cgroup parent); seen here with podman 4.3.1 --cgroup-manager cgroupfs",
+		},
+		{
+			Name: "nspawn",
+			Exe:  re(`(?:^|/)systemd-nspawn$`),
+			Argv: re(`(?:^| )(?:-M|--machine)[ =](?P<id>[^ ]+)`),
+			Doc:  "systemd-nspawn with a machine name (-M/--machine <name>), with or without machined (--register=no --keep-unit keeps it in the caller's cgroup, the payload in <cgroup>/payload): systemd/systemd src/nspawn/nspawn.c (parse_argv, arg_machine), man systemd-nspawn(1); seen here with systemd-nspawn 252",
+		},
+		{
+			Name: "nspawn",
+			Exe:  re(`(?:^|/)systemd-nspawn$`),
+			Argv: re(`(?:^| )(?:-D|--directory)[ =](?:[^ ]*/)?(?P<id>[^/ ]+)/?(?: |$)`),
+			Doc:  "systemd-nspawn without -M: the machine is named after its directory (-D <dir>): systemd/systemd src/nspawn/nspawn.c (determine_names)",
+		},
+		{
 			Name:        "kubernetes",
 			Cgroup:      re(`(?:^|/)kubepods(?:-[a-z]+)?-pod(?P<id>[0-9A-Fa-f_]+)\.slice(?:/|$)|(?:^|/)kubepods/(?:[a-z]+/)?pod(?P<id>[0-9A-Fa-f-]+)(?:/|$)`),
 			IDTransform: UnderscoreToDash,
@@ -193,6 +222,13 @@ var presets = sync.OnceValue(func() Rules {
 			Cgroup:             re(`^/(?P<ns>` + ctrdIdent + `)/(?P<id>` + ctrdIdent + `)$`),
 			NestedPIDNamespace: true,
 			Doc:                "containerd container cgroup /<namespace>/<id>, the default cgroupsPath containerd gives a container (ctr run, and any client that sets none), for a container in its own pid namespace; found this way alone when its shim is gone: containerd/containerd oci/spec.go (populateDefaultUnixSpec), namespaces and IDs per pkg/identifiers/validate.go; seen here with containerd 1.6.20",
+		},
+		{
+			Name:               "runc",
+			Cgroup:             re(`^/(?P<id>` + ctrdIdent + `)$`),
+			NestedPIDNamespace: true,
+			Reconcile:          []string{"runc", "delete", "--force", "{id}"},
+			Doc:                "standalone OCI container (runc run -d <id>, or crun run -d <id>, which has the same shape): the runtime exits once the container runs, the container's init is adopted by PID 1, and with no cgroupsPath in config.json its cgroup is /<id>; state in /run/runc/<id> (crun: /run/crun/<id>), listed by runc list: opencontainers/runc libcontainer/specconv/spec_linux.go (CreateCgroupConfig: default cgroup path is the container ID), utils_linux.go (createContainer, default root /run/runc); seen here with runc 1.1.5",
 		},
 		{
 			Name:        "machine",

@@ -111,10 +111,18 @@ type Sandbox struct {
 	Cgroup string
 	// Freezer is the sandbox's dedicated v1 freezer cgroup path, "" when none.
 	Freezer string
-	// Frozen is true when the sandbox's cgroup (v2 or v1) is frozen.
-	Frozen  bool
-	Orphan  bool
-	Zombies int
+	// Frozen is true when the sandbox's workload is frozen: every live
+	// member in its dedicated cgroup (every live member, without one) is
+	// in a frozen cgroup, v2 or v1, whatever the shim outside it does.
+	Frozen bool
+	// FrozenProcesses counts the live members in a frozen cgroup, and
+	// WorkloadProcesses the live members the paused test looks at.
+	FrozenProcesses, WorkloadProcesses int
+	// PausedNote says which part of a paused sandbox is frozen or stopped
+	// ("" when it is not paused).
+	PausedNote string
+	Orphan     bool
+	Zombies    int
 	// Dead is true when every member is a zombie.
 	Dead bool
 	// CgroupOnly is true when nothing but a cgroup a rule recognised names
@@ -126,6 +134,10 @@ type Sandbox struct {
 	Badges     []Badge
 	// Cleanup is the rule's cleanup paths with captures substituted.
 	Cleanup []string
+	// Reconcile is the runtime's own command, captures substituted, that
+	// makes it notice the sandbox was killed behind its back (podman rm
+	// --force <id>); nil when the runtime notices by itself.
+	Reconcile []string
 	// Leftovers is what a sandbox with no process left still holds (no
 	// Members, no Root, badge leftover); see Leftovers.Apply.
 	Leftovers []Leftover

@@ -81,6 +81,8 @@ type run struct {
 	// thawV1 is set once the v1 freezer was frozen by us: whatever else
 	// happens, it must be thawed again, or its tasks hang forever.
 	thawV1 bool
+	// thawedOwned is set once thawOwned ran.
+	thawedOwned bool
 	// reasons remembers why a process could not be signalled, for the
 	// survivor report.
 	reasons map[proc.Identity]string
@@ -142,7 +144,12 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 			detail += " (cancelled)"
 		}
 	}
-	r.event(Event{Step: StepDone, Status: status, Detail: detail, Totals: &t})
+	done := Event{Step: StepDone, Status: status, Detail: detail, Totals: &t}
+	if len(p.Reconcile) > 0 {
+		done.Reconcile = p.Reconcile
+		done.Detail += "; " + p.Runtime + " still counts it as running until told: run " + ShellQuote(p.Reconcile)
+	}
+	r.event(done)
 	return t
 }
 
@@ -174,6 +181,16 @@ func (r *run) event(ev Event) {
 		r.failed++
 	}
 	r.emit(ev)
+}
+
+// alreadyGone reports a cgroup that vanished under the engine as a
+// skipped step, and returns true, when err says so.
+func (r *run) alreadyGone(step Step, err error) bool {
+	if !errors.Is(err, ErrCgroupGone) {
+		return false
+	}
+	r.event(Event{Step: step, Status: Skip, Detail: "cgroup already removed (the runtime cleaned up): already gone"})
+	return true
 }
 
 // fail emits a failed step for err, with its errno name and meaning.
@@ -297,9 +314,7 @@ func (r *run) graceful(ctx context.Context) {
 	if r.p.FrozenV1 {
 		r.step(StepThaw, "thawed v1 freezer "+r.p.Freezer+" (a frozen task cannot act on SIGTERM)", ThawV1(r.p.FreezerDir))
 	}
-	if r.p.Frozen && !r.p.FrozenV1 && !r.p.FrozenV2 {
-		r.event(Event{Step: StepThaw, Status: Skip, Detail: "the frozen cgroup is shared with other processes: not thawed; SIGKILL follows"})
-	}
+	r.thawOwned("a frozen task cannot act on SIGTERM")
 	termed := r.live()
 	for _, p := range termed {
 		r.signal(StepTerm, p, unix.SIGTERM, false)
@@ -334,8 +349,14 @@ func (r *run) graceful(ctx context.Context) {
 	}
 }
 
-// step reports a single-shot step from its error.
+// step reports a single-shot step from its error. A cgroup that vanished
+// under the engine was removed by the runtime cleaning up (dockerd removes
+// a container's cgroup as soon as its last task dies): that is the end the
+// teardown wants, never a failure.
 func (r *run) step(step Step, okDetail string, err error) bool {
+	if r.alreadyGone(step, err) {
+		return false
+	}
 	if err != nil {
 		r.fail(step, 0, "", "", err)
 		return false

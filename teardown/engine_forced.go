@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -34,6 +36,8 @@ const quietStopPasses = 3
 // then thawed (v1-frozen tasks die only on thaw); with neither, the tree is
 // SIGSTOPped top-down until no new process appears, then SIGKILLed.
 func (r *run) forced(ctx context.Context) {
+	// A task frozen by the v1 freezer dies from SIGKILL only once thawed.
+	r.thawOwned("a task frozen by the v1 freezer dies from SIGKILL only once thawed")
 	switch {
 	case r.p.CgroupDir != "":
 		if r.cgroupKill(ctx) {
@@ -52,6 +56,10 @@ func (r *run) forced(ctx context.Context) {
 func (r *run) cgroupKill(ctx context.Context) bool {
 	if err := RefuseCgroup(r.p.CgroupDir, r.e.protected); err != nil {
 		r.fail(StepCgroupKill, 0, "", "", err)
+		return false
+	}
+	if _, err := os.Stat(r.p.CgroupDir); errors.Is(err, fs.ErrNotExist) {
+		r.alreadyGone(StepCgroupKill, fmt.Errorf("%s: %w", r.p.CgroupDir, ErrCgroupGone))
 		return false
 	}
 	if why := r.cgroupNotOurs(nil); why != "" {
@@ -152,6 +160,9 @@ func (r *run) freezerKill(ctx context.Context) bool {
 	fctx, cancel := context.WithTimeout(ctx, killWait)
 	err := FreezeV1(fctx, r.p.FreezerDir)
 	cancel()
+	if r.alreadyGone(StepFreeze, err) {
+		return false
+	}
 	// Even a failed freeze may have left the cgroup FREEZING: thaw it in
 	// any case once done.
 	r.thawV1 = true
@@ -326,4 +337,79 @@ func (r *run) waitDead(ctx context.Context) {
 	for _, p := range exited {
 		r.dead[p.ID] = true
 	}
+}
+
+// thawOwned thaws every frozen cgroup the plan's processes are in, other
+// than the dedicated ones the plan thaws itself, when every process in it
+// is the target's: a paused podman container's libpod-<id> cgroup under
+// kill --pid <conmon>, whose name says nothing the plan could call
+// dedicated. What is in the cgroup decides, read right before the thaw. A
+// cgroup that holds a bystander stays frozen, and the reason says so. It
+// runs once per teardown.
+func (r *run) thawOwned(why string) {
+	if r.thawedOwned || r.p.View == nil || r.p.View.Snapshot == nil {
+		return
+	}
+	r.thawedOwned = true
+	snap := r.p.View.Snapshot
+	type frozen struct {
+		path, dir string
+		v1        bool
+	}
+	var todo []frozen
+	seen := map[string]bool{}
+	for _, m := range r.p.Members {
+		p := snap.ByPID[m.PID]
+		if p == nil || p.Start != m.Start {
+			continue
+		}
+		if c := p.Cgroup; c != "" && c != "/" && c != r.p.Cgroup && snap.Cgroups[c].Frozen && !seen["v2:"+c] {
+			seen["v2:"+c] = true
+			todo = append(todo, frozen{c, snap.Mounts.V2Dir(c), false})
+		}
+		if c := p.Freezer; c != "" && c != "/" && c != r.p.Freezer && snap.Freezers[c].Frozen && !seen["v1:"+c] {
+			seen["v1:"+c] = true
+			todo = append(todo, frozen{c, snap.Mounts.FreezerDir(c), true})
+		}
+	}
+	for _, f := range todo {
+		name := f.path
+		if f.v1 {
+			name = "v1 freezer " + f.path
+		}
+		pids, err := ReadProcs(f.dir)
+		if r.alreadyGone(StepThaw, err) {
+			continue
+		}
+		if err != nil {
+			r.fail(StepThaw, 0, "", "", err)
+			continue
+		}
+		if stranger := r.stranger(pids); stranger != "" {
+			r.event(Event{Step: StepThaw, Status: Skip, Detail: name + " is frozen and holds " + stranger + ", not the target's: not thawed"})
+			continue
+		}
+		thaw := Thaw
+		if f.v1 {
+			thaw = ThawV1
+		}
+		r.step(StepThaw, "thawed "+name+": every process in it is the target's ("+why+")", thaw(f.dir))
+	}
+}
+
+// stranger names the first pid in pids that is not a live pinned process
+// of the target, or returns "".
+func (r *run) stranger(pids []int) string {
+	for _, pid := range pids {
+		id, ok := r.byPID[pid]
+		if !ok {
+			return fmt.Sprintf("pid %d", pid)
+		}
+		if pin := r.pins[id]; pin == nil {
+			return fmt.Sprintf("pid %d", pid)
+		} else if cur, _, err := proc.ReadIdentity(r.e.procRoot, pid); err == nil && cur != id {
+			return fmt.Sprintf("pid %d (reused)", pid)
+		}
+	}
+	return ""
 }

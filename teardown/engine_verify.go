@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,7 +243,7 @@ func (r *run) cleanup(ctx context.Context, clean bool) {
 		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "a process subtree has nothing to clean up"})
 		return
 	case r.p.Supervised:
-		r.event(Event{Step: StepCleanup, Status: Skip, Detail: r.p.SupervisorNote + ": the supervisor cleans up after itself"})
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "left to the supervisor (" + r.p.SupervisorNote + "), which cleans up after itself: its cgroups and state are not touched"})
 		return
 	case !clean:
 		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "processes survive: nothing removed"})
@@ -254,20 +255,66 @@ func (r *run) cleanup(ctx context.Context, clean bool) {
 	for _, path := range r.p.Cleanup {
 		r.removePath(path)
 	}
-	for _, dir := range []struct{ path, dir string }{{r.p.Cgroup, r.p.CgroupDir}, {r.p.Freezer, r.p.FreezerDir}} {
-		if dir.dir == "" {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, cleanupWait)
-		err := RemoveTree(cctx, dir.dir)
-		cancel()
-		if err != nil && !errors.Is(err, ErrCgroupGone) {
-			errno, human := Describe(err)
-			r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: "cgroup " + dir.path + ": " + human + ": " + err.Error()})
-			continue
-		}
-		r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed cgroup " + dir.path})
+	r.removeCgroups(ctx)
+}
+
+// removeCgroups removes the dedicated cgroup directories, one line per
+// path whatever the hierarchies it is in (v2 and the v1 freezer usually
+// share it). A cgroup systemd manages (a *.scope, *.service or *.slice on
+// its path) is left to systemd, which collects it once it empties.
+func (r *run) removeCgroups(ctx context.Context) {
+	type dir struct{ path, hier, dir string }
+	var dirs []dir
+	if r.p.CgroupDir != "" {
+		dirs = append(dirs, dir{r.p.Cgroup, "v2", r.p.CgroupDir})
 	}
+	if r.p.FreezerDir != "" {
+		dirs = append(dirs, dir{r.p.Freezer, "v1 freezer", r.p.FreezerDir})
+	}
+	for len(dirs) > 0 {
+		path := dirs[0].path
+		var hiers []string
+		var errs []string
+		for _, d := range dirs {
+			if d.path != path {
+				continue
+			}
+			hiers = append(hiers, d.hier)
+			if SystemdManaged(path) {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, cleanupWait)
+			err := RemoveTree(cctx, d.dir)
+			cancel()
+			if err != nil && !errors.Is(err, ErrCgroupGone) {
+				errno, human := Describe(err)
+				errs = append(errs, d.hier+": "+errno+" ("+human+"): "+err.Error())
+			}
+		}
+		dirs = slices.DeleteFunc(dirs, func(d dir) bool { return d.path == path })
+		where := strings.Join(hiers, " and ")
+		switch {
+		case SystemdManaged(path):
+			r.event(Event{Step: StepCleanup, Status: Skip, Detail: "cgroup " + path + " (" + where + ") left to systemd, which removes its units' cgroups once empty"})
+		case len(errs) > 0:
+			r.event(Event{Step: StepCleanup, Status: Fail, Detail: "cgroup " + path + ": " + strings.Join(errs, "; ")})
+		default:
+			r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed cgroup " + path + " (" + where + ")"})
+		}
+	}
+}
+
+// SystemdManaged reports whether a cgroup path lies in a unit systemd
+// manages: a component named *.scope, *.service or *.slice
+// (systemd.unit(5)); systemd removes those cgroups itself, and a unit's
+// cgroup removed behind its back confuses it.
+func SystemdManaged(path string) bool {
+	for part := range strings.SplitSeq(path, "/") {
+		if strings.HasSuffix(part, ".scope") || strings.HasSuffix(part, ".service") || strings.HasSuffix(part, ".slice") {
+			return true
+		}
+	}
+	return false
 }
 
 // removePath removes one cleanup path and reports whether it is gone.

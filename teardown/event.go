@@ -25,6 +25,9 @@ const (
 	StepVerify     Step = "verify"
 	StepCleanup    Step = "cleanup"
 	StepDone       Step = "done"
+	// StepReconcile runs the runtime's own command after a teardown
+	// (kill --reconcile), outside Run.
+	StepReconcile Step = "reconcile"
 )
 
 // Status is a step's outcome.
@@ -51,6 +54,9 @@ type Event struct {
 	Detail string `json:"detail,omitempty"`
 	// Totals is set on the done event only.
 	Totals *Totals `json:"totals,omitempty"`
+	// Reconcile, on the done event, is the runtime's own command to run
+	// so that it notices the kill (podman rm --force <id>).
+	Reconcile []string `json:"reconcile,omitempty"`
 }
 
 // Totals sums up a teardown.

@@ -49,6 +49,10 @@ type Plan struct {
 	SupervisorNote string
 	// Cleanup lists the paths removed after the kill (unsupervised only).
 	Cleanup []string
+	// Reconcile is the runtime's own command that makes it notice the
+	// kill (from the sandbox's rule, never from a process's argv): the
+	// done step prints it, and RunReconcile runs it.
+	Reconcile []string
 	// Leftovers is what a sandbox with no process left still holds: the
 	// plan of such a sandbox signals nothing and removes these (the ones
 	// with a Keep reason are reported, not removed).
@@ -131,6 +135,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	if !sb.Supervised {
 		p.Cleanup = slices.Clone(sb.Cleanup)
 	}
+	p.Reconcile = slices.Clone(sb.Reconcile)
 	// Pre-order reversed puts every process after all of its descendants.
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(sb.Members[i]))

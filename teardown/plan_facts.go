@@ -34,6 +34,9 @@ type Facts struct {
 	// the paths.
 	Cleanup      string
 	CleanupPaths []string
+	// Reconcile is the runtime's own command that makes it notice the
+	// kill, and when it runs; "" when the runtime notices by itself.
+	Reconcile string
 	// Strategy is how the processes are stopped.
 	Strategy string
 	// Steps are the steps that will run, in order.
@@ -96,6 +99,9 @@ func (p *Plan) Facts() Facts {
 		if p.Grace > 0 {
 			f.State += ": thawed first, so SIGTERM can be handled"
 		}
+	}
+	if len(p.Reconcile) > 0 {
+		f.Reconcile = ShellQuote(p.Reconcile) + " (" + p.Runtime + " does not notice by itself; printed after the kill, run by kill --reconcile)"
 	}
 	switch {
 	case p.Supervised:
@@ -177,6 +183,9 @@ func (p *Plan) Write(w io.Writer) {
 	}
 	line("supervisor", f.Supervisor)
 	line("cleanup", f.Cleanup)
+	if f.Reconcile != "" {
+		line("reconcile", f.Reconcile)
+	}
 	line("strategy", f.Strategy)
 	line("steps", f.StepsText())
 	fmt.Fprintf(w, "processes (leaf first):\n")

@@ -178,10 +178,8 @@ func sandboxState(sb *model.Sandbox) string {
 	switch {
 	case sb.Dead:
 		return "dead: every process is a zombie waiting to be reaped"
-	case sb.Frozen:
-		return "paused: cgroup frozen"
 	case sb.Paused:
-		return "paused: every live process is stopped"
+		return "paused, " + sb.PausedNote
 	}
 	return "running"
 }

@@ -28,13 +28,14 @@ import (
 )
 
 type killOpts struct {
-	pids     []int
-	force    bool
-	dryRun   bool
-	json     bool
-	grace    time.Duration
-	deadline time.Duration
-	audit    string
+	pids      []int
+	force     bool
+	reconcile bool
+	dryRun    bool
+	json      bool
+	grace     time.Duration
+	deadline  time.Duration
+	audit     string
 }
 
 func newKillCmd(g *globals) *cobra.Command {
@@ -56,7 +57,8 @@ survived or a step failed, 2 for usage errors and IDs that do not resolve.`,
 		Example: `  sandtop kill 7d1e2c3a                 # confirm, then tear down
   sandtop kill --dry-run 7d1e2c3a       # print the plan only
   sandtop kill --force --grace 0 7d1e   # no prompt, immediate SIGKILL
-  sandtop kill --pid 4242 --json        # a process tree; events as JSON lines`,
+  sandtop kill --pid 4242 --json        # a process tree; events as JSON lines
+  sandtop kill --force --reconcile 3f2a  # then tell the runtime (podman rm --force …)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runKill(cmd.Context(), g, o, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -68,6 +70,7 @@ survived or a step failed, 2 for usage errors and IDs that do not resolve.`,
 	f.IntSliceVar(&o.pids, "pid", nil, "tear down the process tree rooted at this PID (repeatable)")
 	f.BoolVarP(&o.force, "force", "f", false, "do not ask for confirmation")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and exit")
+	f.BoolVar(&o.reconcile, "reconcile", false, "after a clean teardown, run the runtime's own command so it notices (podman rm --force <id>; from the rule, shown in the plan)")
 	f.BoolVar(&o.json, "json", false, "print events as JSON lines")
 	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "how long to wait after SIGTERM before SIGKILL (0: SIGKILL at once)")
 	f.DurationVar(&o.deadline, "deadline", teardown.DefaultDeadline, "how long to keep killing newcomers before reporting survivors")
@@ -129,7 +132,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	if auditPath == "" {
 		auditPath = teardown.DefaultAuditPath()
 	}
-	return runPlans(ctx, eng, plans, o.json, auditPath, out, errOut)
+	return runPlans(ctx, eng, plans, o.json, o.reconcile, auditPath, out, errOut)
 }
 
 // runPlans tears the plans down and audits each. Once it has started it
@@ -137,7 +140,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 // dropped, SIGPIPE and SIGHUP change nothing, the first SIGINT or SIGTERM
 // only cuts the grace wait short, and a second one stops further SIGKILLs.
 // The thaw, the verify and the audit record happen whatever comes.
-func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan, asJSON bool, auditPath string, out, errOut io.Writer) error {
+func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan, asJSON, reconcile bool, auditPath string, out, errOut io.Writer) error {
 	lout, lerr := &lossyWriter{w: out}, &lossyWriter{w: errOut}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,6 +187,14 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 	for _, p := range plans {
 		t := eng.Run(runCtx, p, emit)
 		failed = failed || !t.OK()
+		if reconcile && len(p.Reconcile) > 0 {
+			if !t.OK() {
+				emit(teardown.Event{Time: time.Now(), Sandbox: p.Target, Step: teardown.StepReconcile, Status: teardown.Skip,
+					Detail: "processes survive or a step failed: " + p.Runtime + " is not told"})
+			} else if ev := teardown.RunReconcile(ctx, p, emit); ev.Status == teardown.Fail {
+				failed = true
+			}
+		}
 		if err := teardown.AppendAudit(auditPath, teardown.NewAuditRecord("kill", p, t)); err != nil {
 			fmt.Fprintln(lerr, "sandtop: warning:", err)
 		}
