@@ -301,3 +301,28 @@ func readCgroupFile(dir, name string, kind fsKind, missing error) ([]byte, error
 	}
 	return b, nil
 }
+
+// Populated reports whether any process lives in dir's v2 cgroup or below
+// it (cgroup.events "populated"), so that a teardown can tell "killed what
+// was there" from "there was nothing left".
+func Populated(dir string) (bool, error) {
+	b, err := readCgroupFile(dir, "cgroup.events", fsV2, ErrNotCgroup)
+	if err != nil {
+		return false, fmt.Errorf("populated: %w", err)
+	}
+	v, ok := eventValue(b, "populated")
+	if !ok {
+		return false, fmt.Errorf("populated: %s/cgroup.events has no populated line", dir)
+	}
+	return v != "0", nil
+}
+
+// ThawedV1 reports whether a v1 freezer cgroup reads THAWED (neither
+// FROZEN nor on its way there, FREEZING).
+func ThawedV1(dir string) (bool, error) {
+	b, err := readCgroupFile(dir, "freezer.state", fsV1, ErrNotCgroup)
+	if err != nil {
+		return false, fmt.Errorf("freezer state: %w", err)
+	}
+	return string(bytes.TrimSpace(b)) == "THAWED", nil
+}

@@ -73,6 +73,12 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 		defer restore()
 		detail += " (pids.max=0 first)"
 	}
+	// Written even to an empty cgroup (it costs nothing and closes the
+	// race with a process moved in), but not reported as a kill.
+	empty := false
+	if busy, err := Populated(r.p.CgroupDir); err == nil && !busy {
+		empty = true
+	}
 	if err := Kill(r.p.CgroupDir); err != nil {
 		if errors.Is(err, ErrCgroupGone) {
 			r.event(Event{Step: StepCgroupKill, Status: Skip, Detail: "cgroup already removed"})
@@ -81,14 +87,20 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 			r.event(Event{Step: StepCgroupKill, Status: Skip, Error: errno, Detail: human + ": falling back to per-process SIGKILL"})
 			return false
 		}
+	} else if empty {
+		r.event(Event{Step: StepCgroupKill, Status: Skip, Detail: "nothing left in " + r.p.Cgroup + " to kill"})
 	} else {
 		r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: detail})
 	}
 	if r.p.FreezerDir != "" {
 		// cgroup.kill wakes v2-frozen tasks, but a task frozen by the v1
 		// freezer dies only once that freezer is thawed.
-		r.thawV1 = true
-		r.thawFreezer()
+		// A freezer the graceful phase thawed, or nobody froze, is left
+		// alone: "thawed" is said only of one that was frozen.
+		if thawed, err := ThawedV1(r.p.FreezerDir); err != nil || !thawed {
+			r.thawV1 = true
+			r.thawFreezer()
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, killWait)
 	defer cancel()

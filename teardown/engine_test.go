@@ -529,3 +529,45 @@ func TestTeardownCgroupJoinedAfterPlan(t *testing.T) {
 	}
 	_ = tot // the stranger keeps the cgroup populated: cleanup cannot remove it, which is right
 }
+
+// The events say only what happened: a sandbox that SIGTERM already ended
+// leaves an empty cgroup, which is not "killed every process in" again,
+// and a v1 freezer nobody froze is not "thawed".
+func TestTeardownSaysOnlyWhatItDid(t *testing.T) {
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "box", Runtime: fleet.Boxlite, Detached: true},
+	}})
+	r := tearDown(t, f, "box", DefaultGrace)
+	if r.plan.CgroupDir == "" {
+		proctest.SkipMissing(t, "the box got no dedicated cgroup here")
+	}
+	if !r.has(StepWait, OK, "exited after SIGTERM") {
+		t.Fatal("SIGTERM should have ended the box within the grace")
+	}
+	if r.has(StepCgroupKill, OK, "killed every process") {
+		t.Error("an empty cgroup reported as killed")
+	}
+	if !r.has(StepCgroupKill, Skip, "nothing left in") {
+		t.Error("the forced phase does not say the cgroup was already empty")
+	}
+	if r.has(StepThaw, OK, "thawed") {
+		t.Error("a freezer nobody froze reported as thawed")
+	}
+
+	f = fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "frozen-v1", Runtime: fleet.Cube, Pause: fleet.PauseFreezerV1},
+	}})
+	if f.Manifest().Sandbox("frozen-v1").Paused != fleet.PauseFreezerV1 {
+		t.Skip("the fleet could not freeze a v1 freezer here")
+	}
+	r = tearDown(t, f, "frozen-v1", DefaultGrace)
+	thaws := 0
+	for _, ev := range r.events {
+		if ev.Step == StepThaw && ev.Status == OK {
+			thaws++
+		}
+	}
+	if thaws != 1 {
+		t.Errorf("the v1 freezer was frozen once and thawed once, yet %d thaws are reported", thaws)
+	}
+}

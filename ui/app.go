@@ -57,6 +57,9 @@ type Options struct {
 	EUID int
 	// Styles (DefaultStyles when nil).
 	Styles *Styles
+	// Note is a standing note the status line shows whenever it has
+	// nothing else to say (the demo's: what runs differently without root).
+	Note string
 	// Replay shows a recording instead of scanning Source: read-only,
 	// with a time bar and the keys to move in time.
 	Replay Recording
@@ -136,6 +139,7 @@ type Model struct {
 	clipboard    func(string) tea.Cmd
 	lastTeardown string
 	lastFailed   bool
+	note         string // Options.Note
 	quitArmed    bool
 	stopRuns     bool // the operator quit asking to stop the running teardowns
 
@@ -171,6 +175,7 @@ func New(o Options) *Model {
 		interval: cmp.Or(o.Interval, DefaultInterval),
 		tick:     tickCmd,
 		euid:     cmp.Or(o.EUID, os.Geteuid()),
+		note:     o.Note,
 		clipboard: func(s string) tea.Cmd {
 			return func() tea.Msg { termenv.Copy(s); return nil }
 		},
@@ -493,6 +498,9 @@ func (m *Model) statusView() string {
 	status, isErr := m.status, m.statusErr
 	if status == "" && !m.panel.open {
 		status, isErr = m.lastTeardown, m.lastFailed
+	}
+	if status == "" {
+		status = m.note
 	}
 	if status == "" {
 		return ""

@@ -194,3 +194,19 @@ func quits(cmd tea.Cmd) bool {
 	}
 	return false
 }
+
+// TestStandingNote: Options.Note (the demo's word on what runs differently
+// without root) is on the status line from the start, and stays there
+// through the keys that clear a passing status.
+func TestStandingNote(t *testing.T) {
+	const note = "demo: paused by SIGSTOP, not frozen"
+	m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{}, func(o *Options) { o.Note = note })
+	settle(m, size(120, 30), m.Init()())
+	if !strings.Contains(m.View(), note) {
+		t.Errorf("the note is not on the screen:\n%s", m.View())
+	}
+	settle(m, keys("j", "k")...)
+	if !strings.Contains(m.View(), note) {
+		t.Errorf("a key took the note away:\n%s", m.View())
+	}
+}

@@ -45,7 +45,7 @@ func NewStyles(r *lipgloss.Renderer) *Styles {
 		Warning:     c().Foreground(theme.Palette.Warn),
 
 		ColumnHeader: c().Bold(true).Foreground(theme.Palette.Faint),
-		Row:          c().Foreground(theme.Palette.Text),
+		Row:          c().Foreground(theme.Palette.Text).Bold(true),
 		ProcRow:      c().Foreground(theme.Palette.Text),
 		FaintRow:     c().Foreground(theme.Palette.Faint),
 		HostRow:      c().Foreground(theme.Palette.Faint).Italic(true),

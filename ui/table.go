@@ -287,6 +287,7 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 	b.WriteByte(mark(tagged, '*'))
 
 	style := t.styles.Row
+	hl := highlights{theme: t.styles.Theme}
 	var pills []model.Badge
 	var tail string
 	switch r.kind {
@@ -310,7 +311,7 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 		cell(&b, id, t.idW, false)
 		cell(&b, rt, runtimeW, false)
 		cell(&b, strconv.Itoa(r.st.procs), countW, true)
-		cell(&b, percent(r.st.cpu, c.cpu), cpuW, true)
+		hl.cpu(&b, r.st.cpu, c.cpu)
 		cell(&b, format.Bytes(r.st.rss), memW, true)
 		cell(&b, r.age(c.view), ageW, true)
 	default:
@@ -322,8 +323,12 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 		b.WriteString("  ")
 		cell(&b, strconv.Itoa(p.PID), t.idW, false)
 		cell(&b, userName(c.users, p.UID), runtimeW, false)
+		from := b.Len()
 		cell(&b, string(rune(p.State)), countW, true)
-		cell(&b, percent(c.cpu.of(p), c.cpu), cpuW, true)
+		if st, ok := t.styles.State(p.State); ok {
+			hl.add(from, b.Len(), st)
+		}
+		hl.cpu(&b, c.cpu.of(p), c.cpu)
 		cell(&b, format.Bytes(p.RSS), memW, true)
 		cell(&b, format.CPUTime(c.view.Snapshot.CPUSeconds(p)), ageW, true)
 		b.WriteString(r.prefix)
@@ -341,11 +346,14 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 
 	line := b.String()
 	used := ansi.StringWidth(line)
+	if selected || tagged {
+		hl.spans = nil // the selection bar and the tag colour win, as in htop
+	}
 	if used >= t.width {
-		return style.Render(ansi.Truncate(line, t.width, ""))
+		return ansi.Truncate(hl.render(line, style), t.width, "")
 	}
 	var out strings.Builder
-	out.WriteString(style.Render(line))
+	out.WriteString(hl.render(line, style))
 	for _, bd := range pills {
 		pw := len(bd) + 3 // pill plus the space after it
 		if used+pw > t.width {

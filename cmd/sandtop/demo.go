@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/ui/format"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {
@@ -79,10 +82,19 @@ instead, and the demo says so.`,
 					return fmt.Errorf("demo: %w", err)
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "demo fleet: %d sandboxes started in %s\n", len(m.Sandboxes), time.Since(start).Round(time.Millisecond))
+			took := time.Since(start).Round(time.Millisecond)
+			v, err := g.view(false)
+			if err != nil {
+				return err
+			}
+			started, note := demoSummary(m, v, took)
+			fmt.Fprintln(cmd.ErrOrStderr(), "demo fleet:", started)
 			for _, n := range m.Notes {
 				fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
 			}
+			// The alternate screen hides what was printed above until
+			// quitting: the screen's status line carries the note.
+			o.note = note
 			cmd.SetContext(ctx)
 			return runTUI(cmd, g, o)
 		},
@@ -96,4 +108,37 @@ instead, and the demo says so.`,
 	cmd.Flags().StringVar(&manifest, "manifest", "", "write the fleet's manifest (JSON) to this file")
 	_ = cmd.Flags().MarkHidden("manifest")
 	return cmd
+}
+
+// demoSummary says how many sandboxes the fleet started and how many of
+// them the screen shows, so the count on stderr is the count on screen
+// (without root some cannot be recognised: no cgroup to be found by), and
+// a note for the screen's status line when the fleet is not what it would
+// be as root.
+func demoSummary(m fleet.Manifest, v *model.View, took time.Duration) (started, note string) {
+	var hidden, stopped []string
+	for i := range m.Sandboxes {
+		sb := &m.Sandboxes[i]
+		if v.SandboxOf(sb.Root().Identity) == nil {
+			hidden = append(hidden, sb.Name)
+		}
+		if sb.Paused == fleet.PauseStop && sb.Spec.Pause != fleet.PauseStop {
+			stopped = append(stopped, sb.Name)
+		}
+	}
+	started = format.Count(len(m.Sandboxes), "sandbox", "sandboxes") + " started in " + took.String()
+	if len(hidden) > 0 {
+		started += fmt.Sprintf(", %d shown (%s not recognisable without its cgroup)", len(m.Sandboxes)-len(hidden), strings.Join(hidden, ", "))
+	}
+	var notes []string
+	if len(stopped) > 0 {
+		notes = append(notes, "paused by SIGSTOP, not frozen (no cgroups without root): "+strings.Join(stopped, ", "))
+	}
+	if len(hidden) > 0 {
+		notes = append(notes, "not shown without root: "+strings.Join(hidden, ", "))
+	}
+	if len(notes) > 0 {
+		note = "demo: " + strings.Join(notes, "; ")
+	}
+	return started, note
 }

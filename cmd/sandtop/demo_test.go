@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
 
@@ -162,4 +164,31 @@ func killOwn(pid int, bin string) error {
 		return fmt.Errorf("pid %d runs %q, not the sandtop under test", pid, got)
 	}
 	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}
+
+// TestDemoSummaryCountsWhatTheScreenShows: the count the demo prints is the
+// count of sandboxes on the screen; a sandbox the model cannot recognise
+// (without root, one found only by its cgroup) is named, and a sandbox
+// paused by SIGSTOP because it could not be frozen gets the screen's note.
+func TestDemoSummaryCountsWhatTheScreenShows(t *testing.T) {
+	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "web", Runtime: fleet.Containerd},
+	}})
+	m := f.Manifest()
+	v := fleettest.View(t, model.Effective(nil, true))
+	started, note := demoSummary(m, v, time.Second)
+	if started != "1 sandbox started in 1s" || note != "" {
+		t.Errorf("all recognised: %q, note %q", started, note)
+	}
+	// A sandbox the model does not see: its "root" is the fleet's owner,
+	// which is in no sandbox; and one stopped instead of frozen.
+	m.Sandboxes = append(m.Sandboxes, fleet.Sandbox{Name: "libvirt-guest", Processes: []fleet.Process{m.Owner}})
+	m.Sandboxes[0].Paused, m.Sandboxes[0].Spec.Pause = fleet.PauseStop, fleet.PauseFreeze
+	started, note = demoSummary(m, v, time.Second)
+	if want := "2 sandboxes started in 1s, 1 shown (libvirt-guest not recognisable without its cgroup)"; started != want {
+		t.Errorf("started %q, want %q", started, want)
+	}
+	if !strings.Contains(note, "paused by SIGSTOP, not frozen (no cgroups without root): web") || !strings.Contains(note, "not shown without root: libvirt-guest") {
+		t.Errorf("note %q", note)
+	}
 }

@@ -27,6 +27,8 @@ type tuiOpts struct {
 	audit    string
 	all      bool
 	record   string
+	// note stands on the live screen's status line (the demo's).
+	note string
 }
 
 func (o *tuiOpts) addFlags(cmd *cobra.Command) {
@@ -72,6 +74,7 @@ func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui
 		Interval: o.interval,
 		Grace:    o.grace,
 		ShowHost: o.all,
+		Note:     o.note,
 	}
 	if o.readOnly {
 		return opts, nil

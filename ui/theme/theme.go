@@ -23,6 +23,10 @@ var Palette = struct {
 	Leftover                            lipgloss.AdaptiveColor
 	OK, Fail, Skip, Warn                lipgloss.AdaptiveColor
 	ReadOnlyBg, ReadOnlyFg, ModalBorder lipgloss.AdaptiveColor
+	// htop's conventions for a process's state (R running, D in
+	// uninterruptible sleep, T stopped, Z zombie) and its CPU use.
+	StateRun, StateDisk, StateStopped, StateZombie lipgloss.AdaptiveColor
+	CPUBusy, CPUHigh                               lipgloss.AdaptiveColor
 }{
 	Text:        lipgloss.AdaptiveColor{Light: "235", Dark: "252"},
 	Faint:       lipgloss.AdaptiveColor{Light: "245", Dark: "243"},
@@ -43,7 +47,21 @@ var Palette = struct {
 	ReadOnlyBg:  lipgloss.AdaptiveColor{Light: "220", Dark: "220"},
 	ReadOnlyFg:  lipgloss.AdaptiveColor{Light: "232", Dark: "232"},
 	ModalBorder: lipgloss.AdaptiveColor{Light: "160", Dark: "203"},
+
+	StateRun:     lipgloss.AdaptiveColor{Light: "28", Dark: "78"},
+	StateDisk:    lipgloss.AdaptiveColor{Light: "160", Dark: "203"},
+	StateStopped: lipgloss.AdaptiveColor{Light: "31", Dark: "81"},
+	StateZombie:  lipgloss.AdaptiveColor{Light: "130", Dark: "214"},
+	CPUBusy:      lipgloss.AdaptiveColor{Light: "130", Dark: "221"},
+	CPUHigh:      lipgloss.AdaptiveColor{Light: "160", Dark: "203"},
 }
+
+// CPU use (percent of one core) from which a row's CPU% is coloured busy,
+// and high.
+const (
+	CPUBusyPct = 50
+	CPUHighPct = 90
+)
 
 // Theme is the palette bound to one renderer (one output and its color
 // profile), with the marks the CLI and the screen share. Built once;
@@ -55,6 +73,9 @@ type Theme struct {
 	Plain bool
 
 	badges   map[model.Badge]lipgloss.Style
+	states   map[byte]lipgloss.Style
+	cpuBusy  lipgloss.Style
+	cpuHigh  lipgloss.Style
 	steps    map[teardown.Status]lipgloss.Style
 	renderer *lipgloss.Renderer
 }
@@ -74,6 +95,15 @@ func New(r *lipgloss.Renderer) *Theme {
 			model.BadgePaused:   pill(Palette.Paused),
 			model.BadgeLeftover: pill(Palette.Leftover),
 		},
+		states: map[byte]lipgloss.Style{
+			'R': c().Foreground(Palette.StateRun).Bold(true),
+			'D': c().Foreground(Palette.StateDisk).Bold(true),
+			'T': c().Foreground(Palette.StateStopped).Bold(true),
+			't': c().Foreground(Palette.StateStopped).Bold(true),
+			'Z': c().Foreground(Palette.StateZombie).Bold(true),
+		},
+		cpuBusy: c().Foreground(Palette.CPUBusy),
+		cpuHigh: c().Foreground(Palette.CPUHigh).Bold(true),
 		steps: map[teardown.Status]lipgloss.Style{
 			teardown.OK:   c().Foreground(Palette.OK).Bold(true),
 			teardown.Fail: c().Foreground(Palette.Fail).Bold(true),
@@ -115,4 +145,29 @@ func (t *Theme) Step(st teardown.Status) string {
 		return tag
 	}
 	return t.steps[st].Render(tag)
+}
+
+// State is the style of a process's one-letter state (htop's colours: R
+// green, D red, T/t stopped, Z zombie), and false for a state shown in the
+// row's own colour. Without colour there is no style: the letter, which
+// the table always shows, is what tells them apart.
+func (t *Theme) State(st byte) (lipgloss.Style, bool) {
+	if t.Plain {
+		return lipgloss.Style{}, false
+	}
+	s, ok := t.states[st]
+	return s, ok
+}
+
+// CPU is the style of a CPU% (of one core) from CPUBusyPct up, and false
+// below it. Without colour the number itself says it.
+func (t *Theme) CPU(pct float64) (lipgloss.Style, bool) {
+	switch {
+	case t.Plain || pct < CPUBusyPct:
+		return lipgloss.Style{}, false
+	case pct >= CPUHighPct:
+		return t.cpuHigh, true
+	default:
+		return t.cpuBusy, true
+	}
 }
