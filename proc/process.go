@@ -134,6 +134,9 @@ type Snapshot struct {
 	Mounts Mounts
 	// PartlyUnreadable counts processes with Partial set.
 	PartlyUnreadable int
+	// Host is the machine's load, memory and CPU time; nil when the procfs
+	// has no such files (a fixture tree) or they could not be read.
+	Host *Host
 }
 
 // StartTime turns a process's Start ticks into wall-clock time.

@@ -228,6 +228,8 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 		ByPID:      make(map[int]*Process, live),
 		Mounts:     s.mounts,
 	}
+	// Three small files, read with every scan so the screen never reads.
+	snap.Host, _ = ReadHost(func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(s.root, name)) })
 	// An identity whose stat shows nothing new since the last scan gets the
 	// same *Process as then: snapshots are immutable, so sharing an unchanged
 	// Process is safe, and on a host of mostly idle processes a refresh then

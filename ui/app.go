@@ -461,6 +461,7 @@ func (m *Model) headerState() headerState {
 		held:   m.mode == modeConfirm && m.pending != nil,
 		replay: m.bar != nil,
 		tagged: len(m.tags),
+		cpu:    m.cpu,
 		row:    m.table.cursor + 1, rows: len(m.table.rows),
 		above: m.table.offset, below: max(len(m.table.rows)-m.table.offset-m.table.height, 0),
 	}

@@ -28,6 +28,11 @@ type cpuSampler struct {
 	pct map[proc.Identity]float64
 	// valid is set once an interval has been measured.
 	valid bool
+	// host is the whole machine's busy share over the last interval (of
+	// the snapshots' Host CPU times), hostKnown once there is one.
+	host      float64
+	hostKnown bool
+	hostPrev  *proc.CPUTimes
 }
 
 type cpuTicks struct {
@@ -40,6 +45,16 @@ type cpuTicks struct {
 func (c *cpuSampler) update(snap *proc.Snapshot) {
 	if !c.prevTime.IsZero() && !snap.Time.After(c.prevTime) {
 		return // the same scan again: no interval to measure
+	}
+	c.hostKnown = false
+	if h := snap.Host; h != nil {
+		if c.hostPrev != nil {
+			c.host, c.hostKnown = h.CPU.BusyPercent(*c.hostPrev)
+		}
+		times := h.CPU
+		c.hostPrev = &times
+	} else {
+		c.hostPrev = nil
 	}
 	cur := c.spare[:0]
 	for _, p := range snap.Procs {

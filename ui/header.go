@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/ui/format"
 )
 
@@ -67,6 +68,8 @@ type headerState struct {
 	row, rows int
 	// above and below count the rows out of the window.
 	above, below int
+	// cpu measures the host's CPU use between refreshes.
+	cpu *cpuSampler
 }
 
 func (s *Styles) header(h headerState, width int) string {
@@ -116,8 +119,11 @@ func (s *Styles) header(h headerState, width int) string {
 			part{s.HeaderFaint.Render(fmt.Sprintf("%s in them · %d on host", format.Count(h.sum.members, "process", "processes"), h.sum.procs)), 1},
 			part{s.HeaderFaint.Render(when()), 2},
 			part{s.HeaderText.Render(format.Printable(h.view.Host)), 3})
+		if meters := s.meters(h.view.Snapshot.Host, h.cpu); meters != "" {
+			parts = append(parts, part{meters, 4})
+		}
 	}
-	for drop := 3; drop > 0; drop-- {
+	for drop := 4; drop > 0; drop-- {
 		w := 0
 		for _, p := range parts {
 			w += ansi.StringWidth(p.text) + 2
@@ -177,4 +183,27 @@ func interval(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// meters is the host's CPU, memory and load in one compact part, as htop's
+// meters show them: "cpu 12%  mem 3.1G/7.8G  load 0.52 0.40 0.33". It is
+// the first part of the header to go when the line is narrow; "" when the
+// snapshot has no host figures (a fixture, an old recording).
+func (s *Styles) meters(h *proc.Host, c *cpuSampler) string {
+	if h == nil {
+		return ""
+	}
+	label := s.HeaderFaint.Render
+	cpu := "-"
+	st := s.HeaderText
+	if c != nil && c.hostKnown {
+		cpu = fmt.Sprintf("%.0f%%", c.host)
+		if hi, ok := s.CPU(c.host); ok {
+			st = hi
+		}
+	}
+	used := h.MemTotal - min(h.MemAvailable, h.MemTotal)
+	return label("cpu ") + st.Render(cpu) +
+		label("  mem ") + s.HeaderText.Render(format.Bytes(used)+"/"+format.Bytes(h.MemTotal)) +
+		label("  load ") + s.HeaderText.Render(fmt.Sprintf("%.2f %.2f %.2f", h.Load[0], h.Load[1], h.Load[2]))
 }
