@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -34,7 +35,9 @@ import (
 // same suite can run concurrently in another checkout, and everything a
 // test starts is stopped by pid and removed in t.Cleanup, even on failure.
 // A runtime that is not installed or cannot start here is skipped, with
-// the reason; the suite logs which ran.
+// the reason, on a developer's host; in CI as root it fails the run
+// (proctest.SkipMissing), since there make test-deps installed them all.
+// The suite logs which ran.
 
 // rtTimeout bounds each runtime command.
 const rtTimeout = 90 * time.Second
@@ -59,14 +62,13 @@ func rtNote(name, what string) {
 }
 
 func TestRealRuntimes(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the real-runtime suite needs root (containerd, dockerd, podman, runc and nspawn run as root here)")
-	}
 	if testing.Short() {
 		t.Skip("-short: the real-runtime suite starts daemons")
 	}
+	// containerd, dockerd, podman, runc and nspawn run as root here.
+	proctest.RequireRoot(t)
 	if _, err := exec.LookPath("busybox"); err != nil {
-		t.Skip("no busybox (Debian busybox-static, installed by make test-deps): no root filesystem to run")
+		proctest.SkipMissing(t, "no busybox (Debian busybox-static, installed by make test-deps): no root filesystem to run")
 	}
 	start := time.Now()
 	t.Cleanup(func() {
@@ -121,23 +123,24 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// need skips the test when a binary is missing.
+// need skips the test when a binary is missing (fails it in CI as root,
+// where make test-deps installed every runtime).
 func (r *rt) need(bins ...string) {
 	r.t.Helper()
 	for _, b := range bins {
 		if _, err := exec.LookPath(b); err != nil {
-			rtNote(r.t.Name()[strings.LastIndexByte(r.t.Name(), '/')+1:], "skipped: no "+b)
-			r.t.Skipf("%s is not installed (make test-deps installs it as root)", b)
+			r.skip("%s is not installed (make test-deps installs it as root)", b)
 		}
 	}
 }
 
-// skip records why a runtime could not run here and skips.
+// skip records why a runtime could not run here and skips; in CI as root
+// a runtime that cannot start is a broken CI, so it fails instead.
 func (r *rt) skip(format string, args ...any) {
 	r.t.Helper()
 	why := fmt.Sprintf(format, args...)
 	rtNote(r.t.Name()[strings.LastIndexByte(r.t.Name(), '/')+1:], "skipped: "+why)
-	r.t.Skip(why)
+	proctest.SkipMissing(r.t, "%s", why)
 }
 
 // rootfs makes a busybox root filesystem under dir.
