@@ -11,25 +11,25 @@ import (
 // (F3 search, F4 filter, F5 tree, F6 sort, F9 kill, F10 quit) so that an
 // operator's fingers already know them.
 type KeyMap struct {
-	Up, Down           key.Binding
-	PageUp, PageDown   key.Binding
-	Top, Bottom        key.Binding
-	Collapse, Expand   key.Binding
-	ExpandAll          key.Binding
+	Up, Down         key.Binding
+	PageUp, PageDown key.Binding
+	Top, Bottom      key.Binding
+	Collapse, Expand key.Binding
+	ExpandAll        key.Binding
 	// ScrollLeft and ScrollRight move the commands sideways, for argv
 	// longer than the window; each is enabled only when it can move.
 	ScrollLeft, ScrollRight key.Binding
-	Details            key.Binding
-	Search, Filter     key.Binding
-	Tree, Sort         key.Binding
-	Reverse            key.Binding
-	Host               key.Binding
-	Tag, Untag         key.Binding
-	Copy               key.Binding
-	Kill               key.Binding
-	Refresh            key.Binding
-	Faster, Slower     key.Binding
-	SwitchFocus, Close key.Binding
+	Details                 key.Binding
+	Search, Filter          key.Binding
+	Tree, Sort              key.Binding
+	Reverse                 key.Binding
+	Host                    key.Binding
+	Tag, Untag              key.Binding
+	Copy                    key.Binding
+	Kill                    key.Binding
+	Refresh                 key.Binding
+	Faster, Slower          key.Binding
+	SwitchFocus, Close      key.Binding
 	// ShowHelp and CloseHelp are one key, ?: only the one that applies is
 	// enabled, so help names what pressing it will do.
 	ShowHelp, CloseHelp key.Binding
