@@ -56,7 +56,9 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			t.Cleanup(func() { exec.Command("tmux", sock, "kill-server").Run() })
 
 			m := waitManifest(t, manifest)
-			screen := waitScreen(t, sock, session, "sandboxes")
+			// "row 1 of" is the live screen's with its rows, never the
+			// "demo fleet: N sandboxes started" printed before it.
+			screen := waitScreen(t, sock, session, "row 1 of")
 			if !strings.Contains(screen, "orphan") {
 				t.Errorf("demo screen shows no orphan badge:\n%s", screen)
 			}
