@@ -331,6 +331,16 @@ func (m *Model) rebuild() {
 	}
 	m.table.sort, m.table.reverse = m.sort, m.reverse
 	m.table.setRows(rows, keep, had)
+	m.scrollCommands(0)
+}
+
+// scrollCommands moves the commands sideways by steps, keeps the scroll
+// within the rows there are, and enables only the scroll keys that can
+// move.
+func (m *Model) scrollCommands(steps int) {
+	m.table.scroll(steps)
+	m.keys.ScrollLeft.SetEnabled(m.table.hscroll > 0)
+	m.keys.ScrollRight.SetEnabled(m.table.hscroll < m.table.maxScroll())
 }
 
 // pruneTags forgets tags on targets that are gone, so a kill never aims
@@ -379,6 +389,7 @@ func (m *Model) layout() {
 		m.detailH = 0
 	}
 	m.table.setSize(m.width, max(body-m.panelH-m.detailH-1, 1))
+	m.scrollCommands(0) // a wider window may fit what needed scrolling
 	if m.panelH > 0 {
 		m.panel.setSize(m.width, m.panelH)
 	}

@@ -75,6 +75,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.collapse()
 	case key.Matches(msg, k.ExpandAll):
 		m.expandAll()
+	case key.Matches(msg, k.ScrollLeft):
+		m.scrollCommands(-1)
+	case key.Matches(msg, k.ScrollRight):
+		m.scrollCommands(1)
 	case key.Matches(msg, k.Details):
 		m.showDetail = !m.showDetail
 	case key.Matches(msg, k.Search):

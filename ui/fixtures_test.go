@@ -346,7 +346,7 @@ var keyTypes = map[string]tea.KeyType{
 	"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
 	"backspace": tea.KeyBackspace, " ": tea.KeySpace,
 	"ctrl+c": tea.KeyCtrlC, "ctrl+b": tea.KeyCtrlB, "ctrl+f": tea.KeyCtrlF, "ctrl+s": tea.KeyCtrlS,
-	"ctrl+n": tea.KeyCtrlN, "ctrl+t": tea.KeyCtrlT,
+	"ctrl+n": tea.KeyCtrlN, "ctrl+t": tea.KeyCtrlT, "shift+left": tea.KeyShiftLeft, "shift+right": tea.KeyShiftRight,
 	"f3": tea.KeyF3, "f4": tea.KeyF4, "f5": tea.KeyF5, "f6": tea.KeyF6, "f9": tea.KeyF9, "f10": tea.KeyF10,
 }
 

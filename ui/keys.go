@@ -11,22 +11,25 @@ import (
 // (F3 search, F4 filter, F5 tree, F6 sort, F9 kill, F10 quit) so that an
 // operator's fingers already know them.
 type KeyMap struct {
-	Up, Down           key.Binding
-	PageUp, PageDown   key.Binding
-	Top, Bottom        key.Binding
-	Collapse, Expand   key.Binding
-	ExpandAll          key.Binding
-	Details            key.Binding
-	Search, Filter     key.Binding
-	Tree, Sort         key.Binding
-	Reverse            key.Binding
-	Host               key.Binding
-	Tag, Untag         key.Binding
-	Copy               key.Binding
-	Kill               key.Binding
-	Refresh            key.Binding
-	Faster, Slower     key.Binding
-	SwitchFocus, Close key.Binding
+	Up, Down         key.Binding
+	PageUp, PageDown key.Binding
+	Top, Bottom      key.Binding
+	Collapse, Expand key.Binding
+	ExpandAll        key.Binding
+	// ScrollLeft and ScrollRight move the commands sideways, for argv
+	// longer than the window; each is enabled only when it can move.
+	ScrollLeft, ScrollRight key.Binding
+	Details                 key.Binding
+	Search, Filter          key.Binding
+	Tree, Sort              key.Binding
+	Reverse                 key.Binding
+	Host                    key.Binding
+	Tag, Untag              key.Binding
+	Copy                    key.Binding
+	Kill                    key.Binding
+	Refresh                 key.Binding
+	Faster, Slower          key.Binding
+	SwitchFocus, Close      key.Binding
 	// ShowHelp and CloseHelp are one key, ?: only the one that applies is
 	// enabled, so help names what pressing it will do.
 	ShowHelp, CloseHelp key.Binding
@@ -47,6 +50,8 @@ func DefaultKeyMap() KeyMap {
 		Collapse:    key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "collapse")),
 		Expand:      key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "expand")),
 		ExpandAll:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "expand/collapse all")),
+		ScrollLeft:  key.NewBinding(key.WithKeys("<", "shift+left"), key.WithHelp("< shift+←", "scroll commands left"), key.WithDisabled()),
+		ScrollRight: key.NewBinding(key.WithKeys(">", "shift+right"), key.WithHelp("> shift+→", "scroll commands right"), key.WithDisabled()),
 		Details:     key.NewBinding(key.WithKeys("enter", "d"), key.WithHelp("enter/d", "details")),
 		Search:      key.NewBinding(key.WithKeys("f3", "ctrl+s"), key.WithHelp("F3", "search")),
 		Filter:      key.NewBinding(key.WithKeys("/", "f4"), key.WithHelp("/ F4", "filter")),
@@ -109,7 +114,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy},
+		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy, k.ScrollLeft, k.ScrollRight},
 		{k.Filter, k.Search, k.Sort, k.Reverse, k.Refresh, k.Faster, k.Slower},
 		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}

@@ -63,6 +63,33 @@ type table struct {
 	// arrow.
 	sort    sortKey
 	reverse bool
+	// hscroll is how many columns of every process's command are scrolled
+	// out on the left (< and >), for argv longer than the window.
+	hscroll int
+}
+
+// hscrollStep is how far one press of < or > moves the commands.
+const hscrollStep = 8
+
+// maxScroll is the furthest the commands can scroll: until the longest
+// one's end is in the window; 0 when every command fits.
+func (t *table) maxScroll() int {
+	room := t.width - fixedW - t.idW
+	over := 0
+	for i := range t.rows {
+		r := &t.rows[i]
+		if r.p == nil || r.kind == rowSandbox || r.kind == rowHost {
+			continue
+		}
+		w := ansi.StringWidth(r.prefix) + ansi.StringWidth(format.Printable(format.Command(r.p.Argv, r.p.Comm)))
+		over = max(over, w-room)
+	}
+	return (over + hscrollStep - 1) / hscrollStep * hscrollStep
+}
+
+// scroll moves the commands by steps (negative: back to the left).
+func (t *table) scroll(steps int) {
+	t.hscroll = min(max(t.hscroll+steps*hscrollStep, 0), t.maxScroll())
 }
 
 func (t *table) selected() *row {
@@ -336,6 +363,9 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 			pills = []model.Badge{model.BadgeOrphan}
 		}
 		tail = format.Printable(format.Command(p.Argv, p.Comm))
+		if t.hscroll > 0 {
+			tail = ansi.TruncateLeft(tail, t.hscroll, "…")
+		}
 	}
 	switch {
 	case selected:

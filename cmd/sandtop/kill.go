@@ -292,16 +292,23 @@ func lineEmitter(w io.Writer, st *theme.Theme) func(teardown.Event) {
 	}
 }
 
+// completionView is the live view and the names the list shows, for a
+// completion; an empty view when the host cannot be scanned (a completion
+// then offers nothing rather than an error in the middle of a command line).
+func completionView(g *globals) (*model.View, map[*model.Sandbox]string) {
+	v, err := g.view(false)
+	if err != nil {
+		return &model.View{}, nil
+	}
+	return v, v.ShortNames(model.MinShortID)
+}
+
 // completePIDs offers the pids of sandbox members that start with prefix,
 // each described by its command and the sandbox it belongs to, so `--pid
 // <TAB>` finds a tree inside a sandbox without a trip through ps.
 func completePIDs(g *globals, already []int, prefix string) []string {
-	v, err := g.view(false)
-	if err != nil {
-		return nil
-	}
 	var out []string
-	names := v.ShortNames(model.MinShortID)
+	v, names := completionView(g)
 	for _, sb := range v.Sandboxes {
 		for _, m := range sb.Members {
 			pid := strconv.Itoa(m.PID)
@@ -317,12 +324,8 @@ func completePIDs(g *globals, already []int, prefix string) []string {
 // completeIDs offers the live sandbox IDs that start with prefix, each
 // described by its runtime and badges (shells that show descriptions do).
 func completeIDs(g *globals, already []string, prefix string) []string {
-	v, err := g.view(false)
-	if err != nil {
-		return nil
-	}
 	var out []string
-	names := v.ShortNames(model.MinShortID)
+	v, names := completionView(g)
 	for _, sb := range v.Sandboxes {
 		name := v.FullName(sb)
 		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) {
