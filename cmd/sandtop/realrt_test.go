@@ -48,6 +48,10 @@ type rt struct {
 	tag string // unique per run: in every name the test makes
 	dir string // private state of the runtime
 	sc  *proc.Scanner
+	// cgroups are paths (relative to each hierarchy) a runtime made for
+	// this run without the tag in their names (docker/<id>): the leak
+	// check looks for them too.
+	cgroups []string
 }
 
 var (
@@ -90,6 +94,7 @@ func TestRealRuntimes(t *testing.T) {
 		run  func(*rt)
 	}{
 		{"containerd", (*rt).containerd},
+		{"docker", (*rt).docker},
 		{"podman", (*rt).podman},
 		{"runc", (*rt).runc},
 		{"bwrap", (*rt).bwrap},
@@ -411,6 +416,11 @@ func (r *rt) leakCheck() {
 		}
 	}
 	for _, m := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup"} {
+		for _, cg := range r.cgroups {
+			if dirExists(filepath.Join(m, cg)) {
+				r.t.Errorf("leak: cgroup %s", filepath.Join(m, cg))
+			}
+		}
 		_ = filepath.WalkDir(m, func(path string, d os.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return nil
