@@ -40,7 +40,7 @@ func randomSpec(rng *rand.Rand, n, fleetNo int) fleet.Spec {
 			Forker:     rng.IntN(4) == 0,
 			Leaves:     rng.IntN(6),
 		}
-		// Only runtimes with a supervisor can be orphaned (the jailer,
+		// Only runtimes with a supervisor can be orphaned (the jailer, podman,
 		// machines and detached boxes have none).
 		sb.Orphan = hasSupervisor(sb) && rng.IntN(4) == 0
 		spec.Sandboxes = append(spec.Sandboxes, sb)
@@ -69,7 +69,7 @@ func randomSpec(rng *rand.Rand, n, fleetNo int) fleet.Spec {
 
 func hasSupervisor(sb fleet.SandboxSpec) bool {
 	switch sb.Runtime {
-	case fleet.Jailer, fleet.Machine:
+	case fleet.Jailer, fleet.Machine, fleet.Podman:
 		return false
 	case fleet.Boxlite:
 		return !sb.Detached

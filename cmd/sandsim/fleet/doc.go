@@ -1,7 +1,7 @@
 // Package fleet runs fleets of fake sandboxes made of real processes, for
 // tests, the demo and screenshots. Each sandbox has the host-side shape of
 // a real runtime (vm0, the Firecracker jailer, boxlite, CubeSandbox,
-// containerd and Docker, Kata, gVisor, Kubernetes pods, libvirt machines,
+// containerd and Docker, podman, Kata, gVisor, Kubernetes pods, libvirt machines,
 // Cloudflare sandbox sessions): the same chains of parents and children,
 // argv, task names, process groups and sessions, working directories,
 // cgroups and pid namespaces, without the runtimes themselves.

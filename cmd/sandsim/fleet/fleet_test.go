@@ -228,7 +228,7 @@ func TestBulk(t *testing.T) {
 // nothing behind.
 func TestStartRejectsBadSpec(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Start(t.Context(), Spec{Sandboxes: []SandboxSpec{{Runtime: "podman"}}}, Options{Dir: dir})
+	_, err := Start(t.Context(), Spec{Sandboxes: []SandboxSpec{{Runtime: "lxc"}}}, Options{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "unknown runtime") {
 		t.Fatalf("Start with an unknown runtime: %v", err)
 	}

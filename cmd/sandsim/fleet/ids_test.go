@@ -20,6 +20,7 @@ func TestSandboxIDShapes(t *testing.T) {
 		Kata:       hex64,
 		GVisor:     hex64,
 		Cloudflare: hex64,
+		Podman:     hex64,
 	}
 	g := newIDGen(0)
 	for _, r := range Runtimes {

@@ -132,6 +132,8 @@ func (b *builder) build(bp *boxPlan) error {
 		return b.containerdShim(bp)
 	case Machine:
 		return b.machine(bp)
+	case Podman:
+		return b.podman(bp)
 	}
 	return fmt.Errorf("unknown runtime %q", bp.m.Runtime)
 }

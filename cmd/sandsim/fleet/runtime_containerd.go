@@ -58,7 +58,9 @@ func (b *builder) containerdShim(bp *boxPlan) error {
 
 	switch bp.m.Runtime {
 	case Containerd:
-		return b.runcContainer(bp, shim, "k8s.io/"+bp.m.ID,
+		// containerd's runc shim puts the container in /<ns>/<id>, the
+		// namespace as a path component (seen on the real runtime).
+		return b.runcContainer(bp, shim, ns+"/"+bp.m.ID,
 			b.node("pause", "/pause"),
 			b.node("app", "/usr/local/bin/app-server", "--listen", ":8080"))
 	case Docker:

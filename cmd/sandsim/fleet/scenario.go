@@ -49,6 +49,8 @@ func Demo() Spec {
 			{Name: "gvisor", Runtime: GVisor},
 			{Name: "libvirt-guest", Runtime: Machine},
 			{Name: "cloudflare-session", Runtime: Cloudflare},
+			{Name: "podman-web", Runtime: Podman},
+			{Name: "podman-paused", Runtime: Podman, Pause: PauseFreeze},
 		},
 		Bystanders: []BystanderSpec{
 			{Role: "bystander-cgroup", Argv: []string{"ctr", "--namespace", "k8s.io", "events"}, CgroupOf: "containerd-web"},

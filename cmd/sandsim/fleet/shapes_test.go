@@ -328,6 +328,51 @@ func TestDemoShapes(t *testing.T) {
 				}
 			}
 		}},
+		{"containerd container in /<ns>/<id>, ns the shim's -namespace", func(t *testing.T) {
+			needRoot(t)
+			s := sandbox(t, &m, "containerd-web")
+			shim := s.Root()
+			i := slices.Index(shim.Argv, "-namespace")
+			if i < 0 {
+				t.Fatalf("shim argv %q has no -namespace", shim.Argv)
+			}
+			want := "/" + shim.Argv[i+1] + "/" + s.ID
+			if !strings.HasSuffix(s.Cgroup, want) {
+				t.Errorf("container cgroup %s, want ...%s", s.Cgroup, want)
+			}
+			if got := cgroupOf(t, role(t, s, "app")); got != s.Cgroup {
+				t.Errorf("app in %s, want %s", got, s.Cgroup)
+			}
+		}},
+		{"podman: conmon with no daemon, the container in libpod-<id>", func(t *testing.T) {
+			s := sandbox(t, &m, "podman-web")
+			conmon := s.Root()
+			argv := strings.Join(conmon.Argv, " ")
+			for _, want := range []string{"--api-version 1 -c " + s.ID + " -u " + s.ID + " -r /usr/bin/runc -b ",
+				" -n podman-web ", " --exit-command /usr/bin/podman ", "--exit-command-arg cleanup --exit-command-arg " + s.ID} {
+				if !strings.Contains(argv, want) {
+					t.Errorf("conmon argv lacks %q: %s", want, argv)
+				}
+			}
+			if conmon.Argv[0] != "/usr/bin/conmon" || s.Supervisor != nil {
+				t.Errorf("conmon argv[0] %q, supervisor %+v (want none)", conmon.Argv[0], s.Supervisor)
+			}
+			if st := mustStat(t, conmon.PID); st.Session != conmon.PID {
+				t.Errorf("conmon session %d, want its own", st.Session)
+			}
+			if m.Cgroup == "" {
+				return
+			}
+			if !strings.HasSuffix(s.Cgroup, "/libpod_parent/libpod-"+s.ID) {
+				t.Errorf("container cgroup %s, want .../libpod_parent/libpod-%s", s.Cgroup, s.ID)
+			}
+			if got := cgroupOf(t, conmon); !strings.HasSuffix(got, "/libpod_parent/conmon") {
+				t.Errorf("conmon in %s, want .../libpod_parent/conmon", got)
+			}
+			if got := cgroupOf(t, role(t, s, "app")); got != s.Cgroup {
+				t.Errorf("app in %s, want %s", got, s.Cgroup)
+			}
+		}},
 		{"bystanders stand next to sandboxes", func(t *testing.T) {
 			var cg, sib Process
 			for _, b := range m.Bystanders {

@@ -24,10 +24,11 @@ const (
 	Kubernetes Runtime = "k8s"        // pod: shim -> pause + app in kubepods scopes
 	Machine    Runtime = "machine"    // qemu in machine.slice/machine-<escaped>.scope
 	Cloudflare Runtime = "cloudflare" // container running `bash --norc` session trees
+	Podman     Runtime = "podman"     // conmon (no daemon) -> container in libpod_parent/libpod-<id>
 )
 
 // Runtimes lists every runtime in a stable order.
-var Runtimes = []Runtime{VM0, Jailer, Boxlite, Cube, Containerd, Docker, Kata, GVisor, Kubernetes, Machine, Cloudflare}
+var Runtimes = []Runtime{VM0, Jailer, Boxlite, Cube, Containerd, Docker, Kata, GVisor, Kubernetes, Machine, Cloudflare, Podman}
 
 // Pause says how a sandbox is paused once it is up.
 type Pause string

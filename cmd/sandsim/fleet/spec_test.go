@@ -14,7 +14,7 @@ func TestSpecValidate(t *testing.T) {
 		{"demo", Demo(), ""},
 		{"seeds", Seeds(), ""},
 		{"bulk", Bulk(25), ""},
-		{"unknown runtime", Spec{Sandboxes: []SandboxSpec{{Runtime: "podman"}}}, `unknown runtime "podman"`},
+		{"unknown runtime", Spec{Sandboxes: []SandboxSpec{{Runtime: "lxc"}}}, `unknown runtime "lxc"`},
 		{"duplicate name", Spec{Sandboxes: []SandboxSpec{{Name: "a", Runtime: VM0}, {Name: "a", Runtime: Cube}}}, "duplicate name"},
 		{"default names do not clash", Spec{Sandboxes: []SandboxSpec{{Runtime: VM0}, {Runtime: VM0}}}, ""},
 		{"duplicate id", Spec{Sandboxes: []SandboxSpec{{Runtime: Docker, ID: "x"}, {Runtime: Kata, ID: "x"}}}, `duplicate id "x"`},
