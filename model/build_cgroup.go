@@ -96,20 +96,20 @@ func (idx cgroupIndex) under(dir string) iter.Seq[*proc.Process] {
 	}
 }
 
-// dedicated returns the cgroup that belongs to sb alone, or "". The first
-// candidate is the deepest cgroup holding every member; when that one is
-// shared, the second is the deepest cgroup holding the members whose
-// cgroup names the sandbox (a container's scope, while its shim lives in
-// containerd's cgroup). A candidate is dedicated when nothing in it (or
-// below) belongs to another sandbox or is a process sandtop must never
-// touch, and when every other process in it either is already a member or
+// dedicated returns the cgroup that belongs to sb alone, or "". The
+// candidate is the deepest cgroup holding the members whose cgroup names
+// the sandbox (a container's scope, while its shim lives in containerd's
+// cgroup) when that is narrower than the deepest cgroup holding every
+// member, and otherwise the latter. A candidate is dedicated when nothing
+// in it (or below) belongs to another sandbox or is a process sandtop must
+// never touch, and when every other process in it either is already a member or
 // can be claimed: a cgroup claims its strays when it names the sandbox (a
 // rule's cgroup matcher recognised it, or the ID is part of the path).
 // Without that evidence a stray is a bystander sharing the cgroup, and
 // cgroup.kill there would kill it.
 //
-// Both candidates are added to asked: what lives in them decides the
-// answer, so a later change there rules out reuse.
+// Both cgroups are added to asked: what lives in them decides the answer,
+// so a later change there rules out reuse.
 func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{}, path func(*proc.Process) string) string {
 	var all, named string
 	// The members of a sandbox share a handful of cgroups, and claims runs
@@ -138,7 +138,19 @@ func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{
 			named = commonCgroup(named, c)
 		}
 	}
-	for _, cand := range []string{all, named} {
+	cands := []string{all, named}
+	if named != "" && named != all {
+		// Some members sit in a cgroup that names the sandbox and the
+		// common one of them all does not: that common cgroup is a parent
+		// the runtime shares between its sandboxes (podman's
+		// libpod_parent, holding conmon and libpod-<id>), however empty of
+		// others it is at this moment. Only the named one is the
+		// sandbox's; the parent is still asked, so that reuse notices what
+		// lives there.
+		asked[all] = struct{}{}
+		cands = []string{named}
+	}
+	for _, cand := range cands {
 		if cand != "" && cand != "/" {
 			asked[cand] = struct{}{}
 		}

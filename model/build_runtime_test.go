@@ -195,8 +195,8 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 	wantPIDs(t, pod, 600, 601, 602)
 	wantStrings(t, "aliases", pod.Aliases, "pod-test-1")
 	wantStrings(t, "reconcile", pod.Reconcile, "podman", "--root", "/r", "--runroot", "/rr", "--tmpdir", "/t", "rm", "--force", id)
-	if pod.Runtime != "podman" || pod.Cgroup != lib || pod.CgroupOnly || pod.Orphan {
-		t.Errorf("podman: runtime %q cgroup %q cgroup-only %v orphan %v", pod.Runtime, pod.Cgroup, pod.CgroupOnly, pod.Orphan)
+	if pod.Runtime != "podman" || pod.Cgroup != lib || pod.Freezer != lib || pod.CgroupOnly || pod.Orphan {
+		t.Errorf("podman: runtime %q cgroup %q freezer %q cgroup-only %v orphan %v", pod.Runtime, pod.Cgroup, pod.Freezer, pod.CgroupOnly, pod.Orphan)
 	}
 	if got, err := v.Resolve("pod-test-1"); err != nil || got != pod {
 		t.Errorf("the container name resolves to %v, %v", got, err)
@@ -211,6 +211,22 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 	wantPIDs(t, ns, 800, 801)
 	if ns.Runtime != "nspawn" {
 		t.Errorf("nspawn: runtime %q", ns.Runtime)
+	}
+
+	// The only container under libpod_parent, with conmon beside it in
+	// both hierarchies (cgroupfs manager on a v2 host): libpod_parent holds
+	// nothing else now, but it is podman's parent for every container to
+	// come, and it does not name this one. The container's own cgroup is
+	// the sandbox's, never the parent.
+	s = snap(
+		pr(600, 1, conmon, cgroup("/libpod_parent/conmon"), freezer("/libpod_parent/conmon")),
+		pr(601, 600, "sleep 100001", cgroup(lib), freezer(lib), nspid(1)),
+		pr(602, 601, "sleep 100000", cgroup(lib), freezer(lib), nspid(6)),
+	)
+	pod = one(t, Build(s, Presets(), nil), id)
+	wantPIDs(t, pod, 600, 601, 602)
+	if pod.Cgroup != lib || pod.Freezer != lib {
+		t.Errorf("lone podman container: cgroup %q freezer %q, want %s in both", pod.Cgroup, pod.Freezer, lib)
 	}
 
 	// conmon gone: the container is still podman's, an orphan, and the
