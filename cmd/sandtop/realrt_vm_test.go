@@ -72,8 +72,20 @@ func (r *rt) bwrap() {
 func (r *rt) qemu() {
 	r.need("qemu-system-x86_64")
 	id := r.tag
-	r.daemon("qemu", "qemu-system-x86_64", "-name", "sandbox-"+id+",debug-threads=on", "-machine", "none", "-S",
+	d := r.daemon("qemu", "qemu-system-x86_64", "-name", "sandbox-"+id+",debug-threads=on", "-machine", "none", "-S",
 		"-nodefaults", "-nographic", "-display", "none", "-monitor", "none", "-serial", "none", "-pidfile", filepath.Join(r.dir, "qemu.pid"))
+	r.t.Cleanup(func() {
+		if !r.t.Failed() {
+			return
+		}
+		state := "still running"
+		select {
+		case <-d.done:
+			state = "exited"
+		default:
+		}
+		r.t.Logf("QEMU (pid %d) %s; its log: %q", d.cmd.Process.Pid, state, r.logOf("qemu"))
+	})
 	sb := r.mustSandbox("kata:"+id, 1)
 	if !hasBadge(sb, model.BadgeOrphan) || !strings.Contains(sb.Supervisor, "supervisor gone") {
 		r.t.Errorf("QEMU without its kata shim: badges %v, supervisor %q", sb.Badges, sb.Supervisor)
