@@ -90,9 +90,12 @@ func (r *rt) qemu() {
 	var sb *model.SandboxJSON
 	if !waitUntil(20*time.Second, func() bool { sb = r.sandbox("kata:" + id); return sb != nil }) {
 		// In about one full run of the suite in three, the suite's steady
-		// scanner has not shown this QEMU after 20 s while it runs. Not yet
-		// understood: a cold scan is the check of the runtime's shape here,
-		// and the miss is logged so that it stays visible.
+		// scanner has not shown this QEMU after 20 s while it runs: a scan
+		// caught it inside execve, with its new comm but no argv yet, and
+		// the scanner's cache kept that empty argv (it notices an exec by
+		// comm or startcode, which do not change again). Until the cache
+		// re-reads an empty argv, a cold scan is the check of the
+		// runtime's shape here, and the miss is logged to stay visible.
 		sc, err := proc.NewScanner(proc.Options{})
 		if err != nil {
 			r.t.Fatal(err)
