@@ -5,8 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"runtime"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -215,29 +213,6 @@ func TestPinZombieNeverReaped(t *testing.T) {
 	}
 }
 
-// forkAtPID starts a sleep child with pid n by setting ns_last_pid to n-1
-// right before the fork. Other forks (and new runtime threads, which take
-// pids too) can race for n, so it reports false when the child got another
-// pid; that child is reaped at once.
-func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(n-1)), 0); err != nil {
-		proctest.SkipMissing(t, "cannot steer pid allocation: %v", err)
-	}
-	cmd := exec.Command("/bin/sleep", "600")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sleep: %v", err)
-	}
-	if cmd.Process.Pid != n {
-		reap(cmd)
-		return nil, false
-	}
-	t.Cleanup(func() { reap(cmd) })
-	return cmd, true
-}
-
 // reusedPID returns the identity of a child A that has exited and been
 // reaped, and a live child B that now holds A's pid. The 20 ms pause makes
 // B start in a later clock tick than A: (pid, start) cannot tell apart
@@ -253,7 +228,7 @@ func reusedPID(t *testing.T, beforeExit func(a proc.Identity)) (proc.Identity, *
 		}
 		time.Sleep(20 * time.Millisecond)
 		reap(a)
-		if b, ok := forkAtPID(t, idA.PID); ok {
+		if b, ok := proctest.ForkAtPID(t, idA.PID); ok {
 			t.Logf("pid %d reused after %d attempt(s)", idA.PID, attempt)
 			return idA, b
 		}

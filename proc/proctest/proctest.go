@@ -2,8 +2,9 @@
 // testing, and nothing in a sandtop binary imports it. It holds what the
 // tests that run on the live host share: RequireRoot and SkipMissing (the
 // rule that CI does not quietly skip what it was set up to run),
-// Eventually (wait on a condition, never a sleep), and NobodyBinary (the
-// test binary, where another user may run it).
+// Eventually (wait on a condition, never a sleep), NobodyBinary (the
+// test binary, where another user may run it), and ForkAtPID (provoking
+// pid reuse).
 //
 // It imports nothing of sandtop, so that package proc's own tests can use
 // it too.
@@ -13,7 +14,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -109,4 +113,29 @@ func copyFile(from, to string, mode os.FileMode) error {
 		return err
 	}
 	return dst.Close()
+}
+
+// ForkAtPID starts a sleep child with pid n by writing n-1 to
+// ns_last_pid right before the fork. Other forks (and new runtime threads,
+// which take pids too) can race for n, so it reports false when the child
+// got another pid; that child is reaped at once. The child is killed and
+// reaped at cleanup.
+func ForkAtPID(t testing.TB, n int) (*exec.Cmd, bool) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(n-1)), 0); err != nil {
+		SkipMissing(t, "cannot steer pid allocation: %v", err)
+	}
+	cmd := exec.Command("/bin/sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sleep: %v", err)
+	}
+	reap := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	if cmd.Process.Pid != n {
+		reap()
+		return nil, false
+	}
+	t.Cleanup(reap)
+	return cmd, true
 }

@@ -7,11 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -255,29 +252,4 @@ func killByHand(t *testing.T, s *fleet.Sandbox) {
 	if !proctest.Eventually(5*time.Second, func() bool { return noneAlive(s) }) {
 		t.Fatalf("%s: still alive 5s after SIGKILL", s.Name)
 	}
-}
-
-// forkAtPID starts a sleep with pid n, steering the kernel with
-// ns_last_pid; ok is false when another fork on the host took n first.
-func forkAtPID(t *testing.T, n int) (*exec.Cmd, bool) {
-	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(n-1)), 0); err != nil {
-		t.Skipf("cannot steer pid allocation: %v", err)
-	}
-	cmd := exec.Command("/bin/sleep", "600")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sleep: %v", err)
-	}
-	if cmd.Process.Pid != n {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, false
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd, true
 }

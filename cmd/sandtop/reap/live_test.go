@@ -9,6 +9,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -206,7 +207,7 @@ func TestReapPIDReuse(t *testing.T) {
 		root := s.Root()
 		killByHand(t, s)
 		for attempt := 0; attempt < 50; attempt++ {
-			if cmd, ok := forkAtPID(t, root.PID); ok {
+			if cmd, ok := proctest.ForkAtPID(t, root.PID); ok {
 				strangerPID = cmd.Process.Pid
 				st, err := proc.ReadStat("/proc", strangerPID)
 				if err != nil {
