@@ -85,6 +85,7 @@ func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, nee
 		b, err := readFileInto(r.path("cmdline"), &r.buf, maxCmdline, true)
 		r.note(&sf, err)
 		sf.argv = parseCmdline(b)
+		sf.argvLate = err == nil && sf.argv == nil
 	}
 	r.n.cgroup++
 	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
@@ -156,6 +157,17 @@ func (r *staticReader) note(sf *static, err error) {
 	default:
 		sf.partial = true
 	}
+}
+
+// argvArrived reads cmdline again for an entry whose argv was read empty
+// (static.argvLate), and reports whether it now holds arguments. err is
+// the read's: a process whose cmdline cannot be read is in no execve
+// window, and a vanished one is the stat pass's to notice.
+func (r *staticReader) argvArrived(root string, pid int) (bool, error) {
+	r.begin(root, pid)
+	r.n.cmdline++
+	b, err := readFileInto(r.path("cmdline"), &r.buf, maxCmdline, true)
+	return err == nil && len(bytes.TrimRight(b, "\x00")) > 0, err
 }
 
 // sameProcess reads stat again after a file went missing: true when the

@@ -118,6 +118,10 @@ type static struct {
 	partial         bool
 	// unread are the fields a lazy scan left unread.
 	unread Fields
+	// argvLate marks an argv read empty from a live process that is no
+	// kernel thread: most likely one caught inside execve (see
+	// scanCache.lookup), so each scan reads cmdline again until it is not.
+	argvLate bool
 }
 
 // readCounts counts file reads by kind, for tests and benchmarks that prove

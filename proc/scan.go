@@ -180,7 +180,7 @@ func (s *Scanner) Seed(snap *Snapshot) {
 		s.cache.store(id, &cacheEntry{static: static{
 			comm: p.Comm, argv: p.Argv, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
 			cgroup: p.Cgroup, freezer: p.Freezer, nspid: p.NSpid, partial: p.Partial,
-			unread: p.Unread,
+			unread: p.Unread, argvLate: p.Argv == nil && !p.Kernel && !p.Zombie(),
 		}, gen: s.gen, seeded: p.Unread != 0})
 	}
 }

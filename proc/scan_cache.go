@@ -20,6 +20,17 @@ package proc
 //     that changes neither (same comm, non-PIE binary or ASLR off) goes
 //     unnoticed until the process exits. prctl(PR_SET_NAME) changes comm
 //     without an exec; that costs one needless re-read.
+//   - execve is not atomic to a reader. begin_new_exec sets the new comm
+//     and memory map, and only then does the binary loader lay out argv
+//     (create_elf_tables) and set startcode: a read in between sees the new
+//     comm, startcode 0 and an empty cmdline, and caches them. The next
+//     scan sees the same comm, and a startcode that moved from 0 (or, for
+//     an unprivileged reader, reads 1 both times), so neither sign fires.
+//     An empty argv from a live process that is no kernel thread is
+//     therefore read again on each scan (one small read; a process whose
+//     argv stays empty is rare) until arguments appear, which drops the
+//     entry like an exec. Seen for real: a steady scanner that never
+//     recognised a QEMU caught mid-exec.
 //   - A process can be migrated to another cgroup (a write to cgroup.procs)
 //     without any trace in stat. Re-reading /proc/PID/cgroup on every refresh
 //     would double the files read per process, so it is not done: whoever

@@ -73,7 +73,7 @@ func TestScanLazy(t *testing.T) {
 	t.Run("a refresh asks Need nothing", func(t *testing.T) {
 		clear(asked)
 		scan(t, s)
-		if len(asked) != 0 || s.reads.static() != 0 {
+		if len(asked) != 0 || !statOnly(s.reads) {
 			t.Errorf("refresh asked Need about %d processes and read %+v, want nothing but stat", len(asked), s.reads)
 		}
 	})
@@ -82,7 +82,9 @@ func TestScanLazy(t *testing.T) {
 		fs := newFixtureScanner(t, hostRoot)
 		fs.Seed(lazy)
 		got := scan(t, fs)
-		if fs.reads.cmdline != 0 || fs.reads.cgroup != 0 || fs.reads.status != 8 || fs.reads.exe != 5 || fs.reads.cwd != 6 {
+		// Seeding cannot tell pid 400's missing cmdline from a blank
+		// argv, so it is tried once.
+		if fs.reads.cmdline != blankArgvs+1 || fs.reads.cgroup != 0 || fs.reads.status != 8 || fs.reads.exe != 5 || fs.reads.cwd != 6 {
 			t.Errorf("seeded full scan reads = %+v, want only the unread: status 8, exe 5, cwd 6", fs.reads)
 		}
 		for _, f := range full.Procs {
@@ -91,7 +93,7 @@ func TestScanLazy(t *testing.T) {
 			}
 		}
 		scan(t, fs)
-		if fs.reads.static() != 0 {
+		if !statOnly(fs.reads) {
 			t.Errorf("second seeded scan reads %+v, want stat only", fs.reads)
 		}
 	})

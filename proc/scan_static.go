@@ -35,7 +35,7 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		if f.gone {
 			continue
 		}
-		if e := s.cache.lookup(f.st.identity(), f.st.comm, f.st.startCode); e != nil {
+		if e := s.cache.lookup(f.st.identity(), f.st.comm, f.st.startCode); e != nil && !s.argvArrived(f, e) {
 			e.gen = s.gen
 			f.entry = e
 			if e.seeded {
@@ -87,6 +87,26 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		}
 	}
 	s.strings.trim(s.cache.len())
+}
+
+// argvArrived reports whether the cached entry e for f was made with an
+// empty argv that /proc now shows filled in (see scanCache), so that f must
+// be read afresh. It reads on the scanning goroutine: few entries ever
+// carry argvLate. An entry Seed made from a snapshot carries it for every
+// empty argv, having no read error to tell a missing cmdline by; the first
+// failing read here clears it.
+func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
+	if !e.argvLate || f.st.state == 'Z' || f.st.state == 'X' {
+		return false
+	}
+	if len(s.readers) == 0 {
+		s.readers = append(s.readers, newStaticReader())
+	}
+	arrived, err := s.readers[0].argvArrived(s.root, f.st.pid)
+	if err != nil {
+		e.argvLate = false
+	}
+	return arrived
 }
 
 // countReads adds up what the readers read.

@@ -21,6 +21,17 @@ const (
 	hostRoot    = "testdata/host"
 )
 
+// blankArgvs counts the live user processes of the host fixture whose argv
+// is empty (pid 401, "blank"): the cache reads their cmdline again on every
+// scan, in case the first read caught an execve (see scanCache).
+const blankArgvs = 1
+
+// statOnly reports whether a scan of the unchanged host fixture read
+// nothing but stat, and the cmdline of each blank argv.
+func statOnly(c readCounts) bool {
+	return c.static() == blankArgvs && c.cmdline == blankArgvs
+}
+
 // newFixtureScanner scans the fixture tree under dir (dir/proc, dir/sys).
 func newFixtureScanner(t *testing.T, dir string) *Scanner {
 	t.Helper()
@@ -332,7 +343,7 @@ func TestScanCacheFixture(t *testing.T) {
 
 	t.Run("steady refresh reads stat only", func(t *testing.T) {
 		second := scan(t, s)
-		if s.reads.stat != pidDirs || s.reads.static() != 0 {
+		if s.reads.stat != pidDirs || !statOnly(s.reads) {
 			t.Errorf("refresh reads = %+v, want %d stat reads and nothing else", s.reads, pidDirs)
 		}
 		for _, p := range first.Procs {
@@ -357,7 +368,7 @@ func TestScanCacheFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 		after := scan(t, s)
-		if s.reads.static() != 0 {
+		if !statOnly(s.reads) {
 			t.Errorf("reads = %+v, want no static re-read for a state change", s.reads)
 		}
 		for _, p := range before.Procs {
@@ -390,7 +401,7 @@ func TestScanCacheFixture(t *testing.T) {
 		if got := snap.ByPID[201].Argv; !slices.Equal(got, []string{"sleep", "10"}) {
 			t.Errorf("argv after exec = %q, want [sleep 10]", got)
 		}
-		if s.reads.cmdline != 1 || s.reads.status != 1 {
+		if s.reads.cmdline != 1+blankArgvs || s.reads.status != 1 {
 			t.Errorf("reads = %+v, want the one exec'd process re-read", s.reads)
 		}
 	})
@@ -423,9 +434,52 @@ func TestScanCacheFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := scan(t, s).ByPID[300]
-		if !p.Zombie() || !slices.Equal(p.Argv, []string{"runner", "--id", "box2"}) || s.reads.static() != 0 {
+		if !p.Zombie() || !slices.Equal(p.Argv, []string{"runner", "--id", "box2"}) || !statOnly(s.reads) {
 			t.Errorf("zombie 300 = state %c argv %q after %+v reads; want Z with the cached argv, no re-read",
 				p.State, p.Argv, s.reads)
+		}
+	})
+
+	t.Run("an argv read inside execve is read again until it arrives", func(t *testing.T) {
+		// The kernel sets the new comm and memory map before it lays out
+		// argv and sets startcode: a read in between sees comm already new,
+		// cmdline empty and startcode 0, or 1 for a reader without ptrace
+		// access. Neither sign of an exec moves when argv arrives.
+		for _, tc := range []struct {
+			name         string
+			during, then uint64
+		}{{"as root", 0, 0x55f3c1e00000}, {"without ptrace access", 1, 1}} {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := filepath.Join(root, "proc", "201")
+				start := 6100 + tc.during
+				mid := fakeStat{pid: 201, ppid: 100, comm: "qemu-system-x86", state: 'R', start: start, code: tc.during}
+				if err := mid.write(dir); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if got := scan(t, s).ByPID[201].Argv; got != nil {
+					t.Fatalf("argv mid-exec = %q, want none yet", got)
+				}
+				mid.code = tc.then
+				if err := mid.write(dir); err != nil {
+					t.Fatal(err)
+				}
+				if got := scan(t, s).ByPID[201].Argv; got != nil {
+					t.Fatalf("argv still not laid out = %q, want none", got)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte("qemu-system-x86_64\x00-name\x00vm1\x00"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if got := scan(t, s).ByPID[201].Argv; !slices.Equal(got, []string{"qemu-system-x86_64", "-name", "vm1"}) {
+					t.Errorf("argv once laid out = %q, want [qemu-system-x86_64 -name vm1]", got)
+				}
+				before := scan(t, s).ByPID[201]
+				if after := scan(t, s).ByPID[201]; after != before || s.reads.cmdline != blankArgvs {
+					t.Errorf("after the argv arrived: reads %+v, new *Process %v; want it cached again", s.reads, after != before)
+				}
+			})
 		}
 	})
 
