@@ -603,3 +603,37 @@ func TestIsVanished(t *testing.T) {
 		})
 	}
 }
+
+// TestOneShotHoldsNoDescriptors: a scanner for a command that exits after
+// a scan or two (Options.OneShot) holds no descriptor once a scan returns,
+// and scans again correctly without them; a refresh loop's scanner holds
+// one per process.
+func TestOneShotHoldsNoDescriptors(t *testing.T) {
+	child := startSleep(t, "one-shot")
+	pid := child.Process.Pid
+	for _, tc := range []struct {
+		name    string
+		oneShot bool
+	}{{"refresh loop", false}, {"one shot", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewScanner(Options{OneShot: tc.oneShot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for round := 1; round <= 2; round++ {
+				if p := scan(t, s).ByPID[pid]; p == nil || p.Comm != "sleep" || len(p.Argv) == 0 || p.Argv[0] != "one-shot" {
+					t.Fatalf("scan %d: child %d shows as %+v", round, pid, p)
+				}
+				checkHeldCount(t, s)
+				held := HeldDescriptors(s)
+				if tc.oneShot && (held != 0 || heldStat(s, pid) >= 0) {
+					t.Errorf("scan %d: a one-shot scanner holds %d descriptors (the child's stat: fd %d)", round, held, heldStat(s, pid))
+				}
+				if !tc.oneShot && heldStat(s, pid) < 0 {
+					t.Errorf("scan %d: a refresh loop's scanner holds no descriptor for the child's stat", round)
+				}
+			}
+		})
+	}
+}

@@ -149,16 +149,23 @@ func (g *globals) rules() (model.Rules, error) {
 // (proc.Options.Need): commands whose output shows no exe, cwd or uid pass
 // their rules' Needs and skip those reads wherever no rule depends on them.
 func (g *globals) scanner(need func(*proc.Process) proc.Fields) (*proc.Scanner, error) {
+	return g.newScanner(proc.Options{Need: need})
+}
+
+// oneShotScanner opens a scanner for a command that scans once or a few
+// times and exits (proc.Options.OneShot), lazy like scanner.
+func (g *globals) oneShotScanner(need func(*proc.Process) proc.Fields) (*proc.Scanner, error) {
+	return g.newScanner(proc.Options{Need: need, OneShot: true})
+}
+
+func (g *globals) newScanner(opts proc.Options) (*proc.Scanner, error) {
 	// A --proc-root that is not there is a mistyped flag (exit 2), said
 	// once rather than wrapped three times.
 	if _, err := os.Stat(g.procRoot); err != nil {
 		return nil, usageErr(fmt.Errorf("--proc-root %s: %w", g.procRoot, errors.Unwrap(err)))
 	}
-	s, err := proc.NewScanner(proc.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Need: need})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	opts.ProcRoot, opts.SysRoot = g.procRoot, g.sysRoot
+	return proc.NewScanner(opts)
 }
 
 // view scans once and groups the result, reading only what the rules
@@ -173,7 +180,7 @@ func (g *globals) view(uids bool) (*model.View, error) {
 	if uids {
 		need = func(p *proc.Process) proc.Fields { return rules.Needs(p) | proc.FieldStatus }
 	}
-	s, err := g.scanner(need)
+	s, err := g.oneShotScanner(need)
 	if err != nil {
 		return nil, err
 	}
