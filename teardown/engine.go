@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,9 @@ type Engine struct {
 	// made; Refuse re-derives them from each snapshot as well.
 	protected map[int]bool
 	now       func() time.Time
+	// scans counts the host scans teardowns made, each a read of every
+	// process's stat: tests check that a teardown scans only when it must.
+	scans atomic.Int64
 }
 
 // New makes an engine. It records sandtop's own ancestry, which no plan may

@@ -29,6 +29,8 @@ type result struct {
 	totals  Totals
 	events  []Event
 	elapsed time.Duration
+	// scans counts the host scans the teardown made.
+	scans int64
 }
 
 func (r result) has(step Step, status Status, detail string) bool {
@@ -80,6 +82,7 @@ func tearDown(t *testing.T, f *fleet.Fleet, name string, grace time.Duration) re
 		t.Logf("[%s] %s", ev.Status, ev.Text())
 	})
 	r.elapsed = time.Since(start)
+	r.scans = eng.scans.Load()
 	t.Logf("TEARDOWN %s (%s): %d processes, %s: %s", name, sb.Runtime, len(plan.Members), plan.Strategy(), r.elapsed.Round(time.Millisecond))
 
 	if !r.totals.OK() {
@@ -549,6 +552,11 @@ func TestTeardownSaysOnlyWhatItDid(t *testing.T) {
 	}
 	if !r.has(StepCgroupKill, Skip, "nothing left in") {
 		t.Error("the forced phase does not say the cgroup was already empty")
+	}
+	// An empty cgroup holds nobody to judge before cgroup.kill: the only
+	// scan is verify's.
+	if r.scans != 1 {
+		t.Errorf("the teardown scanned the host %d times; want 1 (verify)", r.scans)
 	}
 	if r.has(StepThaw, OK, "thawed") {
 		t.Error("a freezer nobody froze reported as thawed")

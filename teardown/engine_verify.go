@@ -42,6 +42,7 @@ func (r *run) scan() (*proc.Snapshot, error) {
 		}
 		r.sc = sc
 	}
+	r.e.scans.Add(1)
 	snap, err := r.sc.Scan()
 	if err == nil {
 		r.lastSnap = snap
