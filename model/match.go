@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,49 +194,190 @@ func requiredLiterals(expr string) []string {
 	if err != nil {
 		return nil
 	}
-	return required(re.Simplify())
+	return literalsOf(re.Simplify()).required()
 }
 
-func required(re *syntax.Regexp) []string {
+// The literal sets are kept small: a prefilter of more strings than this
+// costs about what the regexp does.
+const (
+	maxExact    = 16
+	maxRequired = 8
+)
+
+// literals is what a regexp node says about the strings it matches.
+// exact, when known, holds every string the node can match (a superset:
+// an assertion such as ^ counts as matching ""); req, when not nil,
+// holds strings one of which every match contains.
+type literals struct {
+	exact, req []string
+	known      bool // exact is known
+}
+
+// required is the best set to filter on: the exact strings when none is
+// empty, else req.
+func (l literals) required() []string {
+	if l.known && len(l.exact) > 0 && !slices.Contains(l.exact, "") {
+		if best := minimal(l.exact); len(best) <= maxRequired {
+			return best
+		}
+	}
+	return l.req
+}
+
+func literalsOf(re *syntax.Regexp) literals {
 	switch re.Op {
 	case syntax.OpLiteral:
 		lit := string(re.Rune)
 		if re.Flags&syntax.FoldCase != 0 || strings.ContainsRune(lit, utf8.RuneError) {
-			return nil
+			return literals{}
 		}
-		return []string{lit}
-	case syntax.OpCapture, syntax.OpPlus:
-		return required(re.Sub[0])
+		return literals{exact: []string{lit}, req: []string{lit}, known: true}
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return literals{exact: []string{""}, known: true}
+	case syntax.OpCharClass:
+		// A handful of runes ([ =], [._-]) is a handful of strings. A class
+		// holding U+FFFD would match a byte of invalid UTF-8, which no
+		// literal spells.
+		var runes []string
+		for k := 0; k < len(re.Rune); k += 2 {
+			for r := re.Rune[k]; r <= re.Rune[k+1]; r++ {
+				if len(runes) == 4 || r == utf8.RuneError {
+					return literals{}
+				}
+				runes = append(runes, string(r))
+			}
+		}
+		return literals{exact: runes, req: runes, known: len(runes) > 0}
+	case syntax.OpCapture:
+		return literalsOf(re.Sub[0])
+	case syntax.OpQuest:
+		sub := literalsOf(re.Sub[0])
+		if !sub.known {
+			return literals{}
+		}
+		return literals{exact: union(sub.exact, []string{""}), known: true}
+	case syntax.OpPlus:
+		return literals{req: literalsOf(re.Sub[0]).required()}
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return required(re.Sub[0])
+			sub := literalsOf(re.Sub[0])
+			if re.Min == 1 && re.Max == 1 {
+				return sub
+			}
+			return literals{req: sub.required()}
 		}
 	case syntax.OpConcat:
-		// Any one part's literals will do; the part whose shortest literal
-		// is longest filters best.
-		var best []string
-		for _, sub := range re.Sub {
-			if lits := required(sub); lits != nil && (best == nil || shortest(lits) > shortest(best)) {
-				best = lits
-			}
-		}
-		return best
+		return concatLiterals(re.Sub)
 	case syntax.OpAlternate:
 		// Every branch must require something, and any of it will do.
-		var all []string
+		out := literals{known: true}
+		reqOK := true
 		for _, sub := range re.Sub {
-			lits := required(sub)
-			if lits == nil {
-				return nil
+			l := literalsOf(sub)
+			if l.known {
+				out.exact = union(out.exact, l.exact)
+			} else {
+				out.known = false
 			}
-			all = append(all, lits...)
+			if req := l.required(); req != nil && reqOK {
+				out.req = union(out.req, req)
+			} else {
+				reqOK = false
+			}
 		}
-		if len(all) > 8 {
-			return nil
+		if out.req = minimal(out.req); !reqOK || len(out.req) > maxRequired {
+			out.req = nil
 		}
-		return all
+		if !out.known || len(out.exact) > maxExact {
+			out.exact, out.known = nil, false
+		}
+		return out
 	}
-	return nil
+	return literals{}
+}
+
+// concatLiterals multiplies out the runs of parts whose strings are known
+// (`--?namespace[= ]moby` is four strings), and offers as required the
+// best of those runs and of the other parts' own requirements: the set
+// whose shortest string is longest.
+func concatLiterals(parts []*syntax.Regexp) literals {
+	var best []string
+	consider := func(set []string) {
+		if len(set) == 0 || slices.Contains(set, "") {
+			return
+		}
+		set = minimal(set)
+		if len(set) > maxRequired {
+			return
+		}
+		if best == nil || shortest(set) > shortest(best) || shortest(set) == shortest(best) && len(set) < len(best) {
+			best = set
+		}
+	}
+	run := []string{""}
+	whole := true // run is every string the parts so far can match
+	for _, part := range parts {
+		l := literalsOf(part)
+		if l.known && len(run)*len(l.exact) <= maxExact {
+			run = product(run, l.exact)
+			continue
+		}
+		consider(run)
+		whole = false
+		run = []string{""}
+		if l.known {
+			run = l.exact
+		}
+		consider(l.required())
+	}
+	consider(run)
+	out := literals{req: best}
+	if whole {
+		out.exact, out.known = run, true
+	}
+	return out
+}
+
+func product(a, b []string) []string {
+	out := make([]string, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			if s := x + y; !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// minimal drops every string that contains another of the set: an input
+// that holds it holds the shorter one too.
+func minimal(set []string) []string {
+	var out []string
+	for i, s := range set {
+		redundant := false
+		for j, t := range set {
+			if i != j && strings.Contains(s, t) && (len(t) < len(s) || j < i) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func shortest(lits []string) int {

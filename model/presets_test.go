@@ -577,6 +577,13 @@ func TestRequiredLiterals(t *testing.T) {
 		{`a|b*`, nil},
 		{`(?P<id>.+)`, nil},
 		{`(ab)+c`, []string{"ab"}},
+		// Runs of known strings are multiplied out, so that an optional
+		// dash or a choice of separators still leaves a long literal.
+		{`(?:^| )--?namespace[= ]moby(?: |$)`, []string{"-namespace moby", "-namespace=moby"}},
+		{`(?:^| )(?:-M|--machine)[ =](?P<id>[^ ]+)`, []string{"-M ", "-M=", "--machine ", "--machine="}},
+		{`(?:^|/)kubepods(?:-[a-z]+)?-pod|(?:^|/)kubepods/`, []string{"kubepods"}},
+		{`^(?:a|b)?(?:c|d)?$`, nil},
+		{`x(?:a|b|c|d)(?:a|b|c|d)(?:a|b|c|d)y`, []string{"ay", "by", "cy", "dy"}}, // too many to multiply out
 	}
 	for _, tt := range tests {
 		if got := requiredLiterals(tt.expr); !slices.Equal(got, tt.want) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 )
 
@@ -58,6 +59,30 @@ func FuzzParseRules(f *testing.F) {
 					t.Errorf("round trip of rule %d cleanup: %q, want %q", i, b.Cleanup, a.Cleanup)
 				}
 			}
+		}
+	})
+}
+
+// FuzzRequiredLiterals: the prefilter only ever rules out inputs the
+// regexp rejects too.
+func FuzzRequiredLiterals(f *testing.F) {
+	for _, r := range Presets() {
+		for _, re := range []*regexp.Regexp{r.Exe, r.Argv, r.ExcludeArgv, r.Cgroup, r.Cwd} {
+			if re != nil {
+				f.Add(re.String(), "/usr/bin/containerd-shim-runc-v2 -namespace moby -id abc -address /run/x.sock")
+				f.Add(re.String(), "systemd-nspawn --machine=web -D /srv/web")
+			}
+		}
+	}
+	f.Add(`x(?:a|b)?[=-]y`, "x-y")
+	f.Add(`(?:^| )--?n[= ]m(?: |$)`, "a --n=m")
+	f.Fuzz(func(t *testing.T, expr, in string) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return
+		}
+		if re.MatchString(in) && !mayMatch(re, in) {
+			t.Fatalf("%q matches %q, but its literals %q rule it out", expr, in, requiredLiterals(expr))
 		}
 	})
 }
