@@ -38,6 +38,27 @@ type Builder struct {
 	// last is what the latest full Build decided, for reuse.
 	last  *lastBuild
 	stats BuildStats
+	// alike, in a Builder made for one Build (the Build function),
+	// remembers the match of each set of match inputs instead of each
+	// identity: there is no refresh to remember identities for, and most
+	// of a host's processes share their inputs with others (a container's
+	// workers: the same argv in the same cgroup), so each set is matched
+	// once.
+	alike map[alikeKey]alikeMatch
+}
+
+// alikeKey is everything Rules.Match reads of a process; argv is joined
+// by NULs, which no argument can hold, and counted, so that no two argvs
+// share a key.
+type alikeKey struct {
+	comm, exe, cwd, cgroup, freezer, argv string
+	argc                                  int
+	nestedPIDs, kernel                    bool
+}
+
+type alikeMatch struct {
+	match Match
+	ok    bool
 }
 
 // BuildStats counts what a Builder's Builds did: the benchmarks report
@@ -122,10 +143,25 @@ func NewBuilder(rules Rules) *Builder {
 
 // Build groups a snapshot into sandboxes with a throwaway Builder.
 func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
-	return NewBuilder(rules).Build(snap, prev)
+	b := NewBuilder(rules)
+	b.alike = map[alikeKey]alikeMatch{}
+	return b.Build(snap, prev)
 }
 
 func (b *Builder) match(p *proc.Process) (Match, bool) {
+	if b.alike != nil {
+		k := alikeKey{
+			comm: p.Comm, exe: p.Exe, cwd: p.Cwd, cgroup: p.Cgroup, freezer: p.Freezer,
+			argv: strings.Join(p.Argv, "\x00"), argc: len(p.Argv),
+			nestedPIDs: len(p.NSpid) >= 2, kernel: p.Kernel,
+		}
+		if a, ok := b.alike[k]; ok {
+			return a.match, a.ok
+		}
+		m, ok := b.rules.Match(p)
+		b.alike[k] = alikeMatch{match: m, ok: ok}
+		return m, ok
+	}
 	id := p.ID()
 	if m := b.matches[id]; m != nil && m.p.same(p) {
 		m.gen = b.gen

@@ -635,3 +635,44 @@ func wantStrings(t *testing.T, what string, got []string, want ...string) {
 		t.Errorf("%s %q, want %q", what, got, want)
 	}
 }
+
+// TestBuildMatchesAlikeOnce: Build matches each set of match inputs once
+// and hands the match to every process that has it; processes that differ
+// in anything a rule reads (how argv splits into arguments, a nested pid
+// namespace, the cgroup) are matched each on their own, and the view is
+// the one a Builder, which matches each identity, makes.
+func TestBuildMatchesAlikeOnce(t *testing.T) {
+	rules := Effective(nil, true)
+	const shim = "/usr/bin/containerd-shim-runc-v2 -namespace moby -id "
+	split := pr(110, 1, "x")
+	split.Argv = []string{shim + "aaaa1111 -address /run/c.sock"} // the same words, one argument
+	split.Comm = "containerd-shim-runc-v2"
+	s := snap(
+		pr(100, 1, shim+"aaaa1111 -address /run/c.sock"),
+		split,
+		pr(120, 1, "sleep infinity", cgroup("/k8s.io/box1"), modeltest.NSpid(120, 1)),
+		pr(121, 1, "sleep infinity", cgroup("/k8s.io/box1"), modeltest.NSpid(121, 2)),
+		// Matched first, the process outside a pid namespace of its own
+		// must not pass its no-match on to the one inside.
+		pr(130, 1, "sleep infinity", cgroup("/k8s.io/box3")),
+		pr(131, 1, "sleep infinity", cgroup("/k8s.io/box3"), modeltest.NSpid(131, 1)),
+	)
+	got, want := Build(s, rules, nil), NewBuilder(rules).Build(s, nil)
+	if g, w := dumpView(got), dumpView(want); g != w {
+		t.Fatalf("Build:\n%s\nBuilder:\n%s", g, w)
+	}
+	in := func(pid int) string {
+		if sb := got.SandboxOf(s.ByPID[pid].ID()); sb != nil {
+			return sb.Key()
+		}
+		return ""
+	}
+	for pid, want := range map[int]string{
+		100: "docker:moby/aaaa1111", 110: "", 120: "containerd:k8s.io/box1", 121: "containerd:k8s.io/box1",
+		130: "containerd:k8s.io/box3", 131: "containerd:k8s.io/box3",
+	} {
+		if k := in(pid); k != want {
+			t.Errorf("pid %d in %q, want %q", pid, k, want)
+		}
+	}
+}
