@@ -47,15 +47,6 @@ type Builder struct {
 	alike map[alikeKey]alikeMatch
 }
 
-// alikeKey is everything Rules.Match reads of a process; argv is joined
-// by NULs, which no argument can hold, and counted, so that no two argvs
-// share a key.
-type alikeKey struct {
-	comm, exe, cwd, cgroup, freezer, argv string
-	argc                                  int
-	nestedPIDs, kernel                    bool
-}
-
 type alikeMatch struct {
 	match Match
 	ok    bool
@@ -150,11 +141,7 @@ func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
 
 func (b *Builder) match(p *proc.Process) (Match, bool) {
 	if b.alike != nil {
-		k := alikeKey{
-			comm: p.Comm, exe: p.Exe, cwd: p.Cwd, cgroup: p.Cgroup, freezer: p.Freezer,
-			argv: strings.Join(p.Argv, "\x00"), argc: len(p.Argv),
-			nestedPIDs: len(p.NSpid) >= 2, kernel: p.Kernel,
-		}
+		k := alikeOf(p)
 		if a, ok := b.alike[k]; ok {
 			return a.match, a.ok
 		}

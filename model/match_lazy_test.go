@@ -2,6 +2,7 @@ package model
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"testing"
 
@@ -14,10 +15,10 @@ import (
 var lazyRules = append(Effective(nil, true), rules...)
 
 // lazyRead returns p as a lazy scan would report it: exe, cwd and status
-// (uid, NSpid) unread, then read, a round at a time, only where
-// lazyRules.Needs asks,
-// the way proc's staticReader.details does.
-func lazyRead(p *proc.Process, counts map[proc.Fields]int) *proc.Process {
+// (uid, NSpid) unread, then read, a round at a time, only where need
+// (lazyRules.Needs, or its memo NeedsAlike) asks, the way proc's
+// staticReader.details does.
+func lazyRead(p *proc.Process, need func(*proc.Process) proc.Fields, counts map[proc.Fields]int) *proc.Process {
 	full := *p
 	q := full
 	q.Exe, q.Cwd, q.UID, q.NSpid, q.Unread = "", "", 0, nil, proc.AllFields
@@ -26,7 +27,7 @@ func lazyRead(p *proc.Process, counts map[proc.Fields]int) *proc.Process {
 		return &q
 	}
 	for q.Unread != 0 {
-		want := q.Unread & lazyRules.Needs(&q)
+		want := q.Unread & need(&q)
 		if want == 0 {
 			break
 		}
@@ -119,6 +120,8 @@ func TestLazyMatchesFullReads(t *testing.T) {
 			}
 			w.procs[pid] = pr(pid, 1, argvs[w.rng.IntN(len(argvs))], cgroup(cg))
 		}
+		// One memo for the whole run of a seed, as a scanner keeps it.
+		alike := lazyRules.NeedsAlike()
 		var fullPrev, lazyPrev *View
 		for step := range steps {
 			s := w.snapshot()
@@ -133,9 +136,12 @@ func TestLazyMatchesFullReads(t *testing.T) {
 				if v[2] != "" {
 					f.NSpid = append(f.NSpid, 1) // in a nested pid namespace
 				}
-				l := lazyRead(&f, counts)
+				l := lazyRead(&f, lazyRules.Needs, counts)
 				full.Procs, lazy.Procs = append(full.Procs, &f), append(lazy.Procs, l)
 				full.ByPID[f.PID], lazy.ByPID[l.PID] = &f, l
+				if a := lazyRead(&f, alike, map[proc.Fields]int{}); !reflect.DeepEqual(a, l) {
+					t.Fatalf("seed %d step %d: pid %d read as %+v with NeedsAlike, %+v with Needs", seed, step, f.PID, *a, *l)
+				}
 			}
 			fv, lv := Build(&full, lazyRules, fullPrev), Build(&lazy, lazyRules, lazyPrev)
 			if g, want := dumpView(lv), dumpView(fv); g != want {

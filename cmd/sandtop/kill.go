@@ -96,7 +96,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	}
 	// One scanner plans and verifies, so each verify round re-reads only
 	// what changed.
-	sc, err := g.oneShotScanner(rules.Needs)
+	sc, err := g.oneShotScanner(rules.NeedsAlike())
 	if err != nil {
 		return err
 	}

@@ -176,9 +176,10 @@ func (g *globals) view(uids bool) (*model.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	need := rules.Needs
+	need := rules.NeedsAlike()
 	if uids {
-		need = func(p *proc.Process) proc.Fields { return rules.Needs(p) | proc.FieldStatus }
+		alike := need
+		need = func(p *proc.Process) proc.Fields { return alike(p) | proc.FieldStatus }
 	}
 	s, err := g.oneShotScanner(need)
 	if err != nil {
