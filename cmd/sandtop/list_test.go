@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,5 +65,56 @@ func TestListWidths(t *testing.T) {
 	writeList(&wide, theme.New(r), v, &listOpts{tree: true, all: true})
 	if !strings.Contains(ansi.Strip(wide.String()), "/usr/bin/runner --id box1") {
 		t.Errorf("--wide cut a line:\n%s", wide.String())
+	}
+}
+
+// TestPlainTableIsTheTable: without colour the list lays its table out
+// itself (plainTable), and it must print what lipgloss's table prints, for
+// any rows; a cell it cannot measure (not printable ASCII) is left to the
+// table.
+func TestPlainTableIsTheTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	headers := []string{"ID", "RUNTIME", "PROCS", "ROOT PID", "CPU", "RSS", "AGE", "BADGES"}
+	numeric := func(col int) bool { return col >= 2 && col <= 6 }
+	cellOf := func() string {
+		b := make([]byte, rng.IntN(4)*rng.IntN(12))
+		for i := range b {
+			b[i] = byte(' ' + rng.IntN('~'-' '+1))
+		}
+		return string(b)
+	}
+	r := lipgloss.NewRenderer(&bytes.Buffer{})
+	r.SetColorProfile(termenv.Ascii)
+	for n := range 200 {
+		var rows [][]string
+		var kinds []rowKind
+		for range rng.IntN(12) {
+			row := make([]string, len(headers))
+			for c := range row {
+				row[c] = cellOf()
+			}
+			rows = append(rows, row)
+			kinds = append(kinds, rowKind(rng.IntN(2)))
+		}
+		got, ok := plainTable(headers, rows, numeric)
+		if !ok {
+			t.Fatalf("case %d: printable ASCII refused", n)
+		}
+		want := tableLines(r, headers, rows, kinds, numeric)
+		trim := func(ls []string) string {
+			out := make([]string, len(ls))
+			for i, l := range ls {
+				out[i] = strings.TrimRight(l, " ")
+			}
+			return strings.Join(out, "\n")
+		}
+		if g, w := trim(got), trim(want); g != w {
+			t.Fatalf("case %d:\n--- plainTable\n%s\n--- table\n%s", n, g, w)
+		}
+	}
+	for _, odd := range []string{"wide 世界", "tab\there", "new\nline", "\x1b[31mred"} {
+		if _, ok := plainTable(headers, [][]string{{odd, "", "", "", "", "", "", ""}}, numeric); ok {
+			t.Errorf("plainTable took %q", odd)
+		}
 	}
 }
