@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/sandtop/sandtop/model/modeltest"
 )
 
 // TestDocumentEncodeMatchesEncoder holds the streaming Encode to the bytes
@@ -48,5 +50,42 @@ func TestDocumentEncodeMatchesEncoder(t *testing.T) {
 				t.Errorf("Encode wrote:\n%s\njson.Encoder writes:\n%s", got.String(), want.String())
 			}
 		})
+	}
+}
+
+// TestEncodeDocumentMatchesDocument: the view writes its document one
+// sandbox at a time, and the bytes are those of the whole document's
+// Encode, with and without the unattributed processes, and with no
+// sandbox at all.
+func TestEncodeDocumentMatchesDocument(t *testing.T) {
+	const shim = "/usr/bin/containerd-shim-runc-v2 -namespace moby -id "
+	partial := pr(130, 1, "vim notes")
+	partial.Partial = true
+	views := map[string]*View{
+		"sandboxes": Build(snap(
+			pr(100, 1, shim+"aaaa1111 -address /run/c.sock"),
+			pr(101, 100, "sleep 1"),
+			pr(120, 1, "sleep infinity", cgroup("/k8s.io/box1"), modeltest.NSpid(120, 1)),
+			pr(121, 120, `sh -c "echo <&>"`, cgroup("/k8s.io/box1")),
+			partial,
+		), Effective(nil, true), nil),
+		"none": Build(snap(pr(130, 1, "vim notes")), Effective(nil, true), nil),
+	}
+	for name, v := range views {
+		for _, all := range []bool{false, true} {
+			var want, got bytes.Buffer
+			if err := v.Document(all).Encode(&want); err != nil {
+				t.Fatal(err)
+			}
+			if err := v.EncodeDocument(&got, all); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("%s, all %v: EncodeDocument wrote:\n%s\nDocument.Encode writes:\n%s", name, all, got.String(), want.String())
+			}
+		}
+	}
+	if len(views["sandboxes"].Sandboxes) < 2 || len(views["sandboxes"].Unattributed) == 0 {
+		t.Fatalf("the view has %d sandboxes and %d unattributed processes: nothing to compare", len(views["sandboxes"].Sandboxes), len(views["sandboxes"].Unattributed))
 	}
 }
