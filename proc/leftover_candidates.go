@@ -181,6 +181,26 @@ func ListCgroups(m Mounts, want func(cgroupPath string) bool) ([]CgroupDir, erro
 	return out, nil
 }
 
+// RecheckCgroups reads again the state of the directories a ListCgroups
+// found, without walking the hierarchy again, and leaves out those removed
+// since. vouched, when it reports true for a cgroup path, says the caller
+// saw a process in it or below just now, which saves the read.
+func RecheckCgroups(dirs []CgroupDir, vouched func(cgroupPath string) bool) []CgroupDir {
+	out := make([]CgroupDir, 0, len(dirs))
+	for _, c := range dirs {
+		if vouched(c.Path) {
+			c.Populated = true
+			out = append(out, c)
+			continue
+		}
+		var exists bool
+		if c.Populated, exists = populated(c.Dir, c.V1); exists {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // populated reports whether a process lives in dir or below (an unreadable
 // answer counts as populated), and whether dir still exists.
 func populated(dir string, v1 bool) (busy, exists bool) {

@@ -56,6 +56,13 @@ type pidSlot struct {
 	// comm is the last task name read, handed back to parseStat so that an
 	// unchanged name costs no allocation.
 	comm string
+	// last is the stat last read, and parentStart the start time its
+	// parent had then: what a scan may reuse instead of reading (see
+	// cgroup_cpu.go). have says last holds a read; reuse that this scan
+	// reuses it.
+	last        pidStat
+	parentStart uint64
+	have, reuse bool
 }
 
 // statRead is one process as the stat pass found it.
@@ -103,6 +110,9 @@ type pidTable struct {
 	// slice the next scan fills (the two are swapped each scan).
 	slots, next []pidSlot
 	lister      pidLister
+	// scans counts the scans, to spread the reads that bound how long a
+	// stat is reused over all of them (see reuseRounds).
+	scans uint
 	// bufs are the stat buffers, one per reading goroutine; resultBuf
 	// holds the results of the reads.
 	bufs      [][]byte
@@ -116,15 +126,17 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 }
 
 // scan lists the pids and appends each one's stat to found, ascending by
-// pid; an entry whose pid could not be read is marked gone. It counts a
-// stat read per listed pid in n, and reads with up to workers goroutines.
+// pid; an entry whose pid could not be read is marked gone. It counts the
+// stats read in n, and reads with up to workers goroutines. quiet, when
+// not nil, names the identities whose stat may be reused from the last
+// scan (their cgroup did not run since; see cgroup_cpu.go).
 //
 // The work is in three passes: matching the listing against the last
 // scan's pids (departed ones lose their descriptor at once), reading every
 // stat, and settling the results. Only the reads, ~95% of a steady refresh
 // and all of it kernel time (pread regenerates the stat text), run in
 // parallel: each goroutine reads its own slots into its own buffer.
-func (t *pidTable) scan(found []statRead, n *readCounts, workers int) ([]statRead, error) {
+func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity) bool) ([]statRead, error) {
 	var pids []int
 	if t.births.none() && len(t.slots) > 0 {
 		// Nothing was born since the last listing: its pids are still
@@ -161,12 +173,25 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int) ([]statRea
 	}
 	clear(old) // drop the comm strings
 	t.slots, t.next = t.next, old[:0]
-	n.stat += len(t.slots)
+	t.scans++
+	reused := 0
+	for k := range t.slots {
+		sl := &t.slots[k]
+		sl.reuse = quiet != nil && sl.have && (uint(sl.pid)+t.scans)%reuseRounds != 0 &&
+			sl.last.state != 'Z' && sl.last.state != 'X' && quiet(sl.last.identity())
+		if sl.reuse {
+			reused++
+		}
+	}
+	n.stat += len(t.slots) - reused
 
 	first := len(found)
 	found = slices.Grow(found, len(t.slots))[:first+len(t.slots)]
 	reads := found[first:]
 	results := t.readAll(reads, workers)
+	if reused > 0 {
+		n.stat += t.checkParents(reads, results)
+	}
 
 	// Settle: retry what ran out of descriptors, drop what failed.
 	kept := t.slots[:0]
@@ -182,11 +207,51 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int) ([]statRea
 			continue
 		}
 		slot.start, slot.comm = r.st.start, r.st.comm
+		if !slot.reuse {
+			slot.last, slot.have = r.st, true
+			slot.parentStart = t.startOf(reads, results, r.st.ppid)
+		}
 		kept = append(kept, slot)
 	}
 	clear(t.slots[len(kept):])
 	t.slots = kept
 	return found, nil
+}
+
+// checkParents reads the stat of every reused process whose parent is not
+// the one it had when the stat was read (the parent died, and the process
+// was reparented without running), and returns how many it read.
+func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
+	n := 0
+	for k := range t.slots {
+		sl := &t.slots[k]
+		if !sl.reuse || t.startOf(reads, results, sl.last.ppid) == sl.parentStart {
+			continue
+		}
+		sl.reuse = false
+		reads[k] = statRead{}
+		results[k] = t.read(sl, &reads[k].st, t.bufs[0])
+		n++
+	}
+	return n
+}
+
+// startOf is the start time this scan read for pid, or 0 when the pid was
+// not listed or not read (its parent is outside the namespace, or gone).
+func (t *pidTable) startOf(reads []statRead, results []readResult, pid int) uint64 {
+	lo, hi := 0, len(t.slots)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.slots[m].pid < pid {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(t.slots) || t.slots[lo].pid != pid || results[lo] != readOK {
+		return 0
+	}
+	return reads[lo].st.start
 }
 
 // readAll reads the stat of every slot into reads (reads[k] for
@@ -201,6 +266,10 @@ func (t *pidTable) readAll(reads []statRead, workers int) []readResult {
 	work := func(buf []byte, from, to int) {
 		for k := from; k < to; k++ {
 			reads[k] = statRead{}
+			if sl := &t.slots[k]; sl.reuse {
+				reads[k].st, results[k] = sl.last, readOK
+				continue
+			}
 			results[k] = t.read(&t.slots[k], &reads[k].st, buf)
 		}
 	}

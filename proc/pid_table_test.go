@@ -83,6 +83,11 @@ func checkHeldCount(t *testing.T, s *Scanner) {
 			}
 		}
 	}
+	for _, f := range s.cpu.files {
+		if f.fd >= 0 {
+			n++
+		}
+	}
 	if int64(n) != s.fds.held.Load() || s.fds.held.Load() > int64(s.fds.limit) {
 		t.Errorf("%d descriptors held, the budget counts %d of %d", n, s.fds.held.Load(), s.fds.limit)
 	}

@@ -83,6 +83,9 @@ type Scanner struct {
 	// cgroups and freezers hold the cgroup state files.
 	pids              pidTable
 	cgroups, freezers *cgroupFiles
+	// cpu follows the CPU usage of the cgroups processes are in, so that a
+	// refresh can reuse the stat of processes that did not run.
+	cpu *cgroupCPU
 	// found is the stat pass's output, reused between scans.
 	found []statRead
 	// todo lists the indexes in found whose static fields must be read.
@@ -143,6 +146,7 @@ func NewScanner(opts Options) (*Scanner, error) {
 	s.pids = newPIDTable(root, &s.fds)
 	s.cgroups = newCgroupFiles(false, s.mounts.V2Dir, &s.fds)
 	s.freezers = newCgroupFiles(true, s.mounts.FreezerDir, &s.fds)
+	s.cpu = newCgroupCPU(s.mounts.V2Dir, &s.fds)
 	return s, nil
 }
 
@@ -155,6 +159,7 @@ func (s *Scanner) Close() error {
 	s.pids.close()
 	s.cgroups.close()
 	s.freezers.close()
+	s.cpu.close()
 	s.found = nil
 	return nil
 }
@@ -282,7 +287,14 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 // per-process read a steady refresh does. It fills s.found, sorted by pid,
 // and reports whether pid 2 is kthreadd (see isKthreadd).
 func (s *Scanner) readStats() (kthreadd bool, err error) {
-	s.found, err = s.pids.scan(s.found[:0], &s.reads, s.readWorkers())
+	var quiet func(Identity) bool
+	if q := s.cpu.start(); len(q) > 0 {
+		quiet = func(id Identity) bool {
+			e := s.cache.entries[id]
+			return e != nil && q[e.cgroup]
+		}
+	}
+	s.found, err = s.pids.scan(s.found[:0], &s.reads, s.readWorkers(), quiet)
 	if err != nil {
 		return false, fmt.Errorf("list processes in %s: %w", s.root, err)
 	}
@@ -299,10 +311,15 @@ func (s *Scanner) readStats() (kthreadd bool, err error) {
 func (s *Scanner) cgroupStates(procs []*Process) (v2, freezers map[string]CgroupState) {
 	s.cgroups.begin()
 	s.freezers.begin()
+	s.cpu.begin()
 	for _, p := range procs {
 		s.cgroups.add(p.Cgroup)
 		s.freezers.add(p.Freezer)
+		if !p.Kernel {
+			s.cpu.add(p.Cgroup)
+		}
 	}
+	s.cpu.end()
 	return s.cgroups.end(), s.freezers.end()
 }
 

@@ -20,14 +20,14 @@ type scanSource struct {
 	mu   sync.Mutex
 	sc   *proc.Scanner
 	b    *model.Builder
-	lo   *model.Leftovers
+	lo   *hostview.Finder
 	prev *model.View
 }
 
 // newScanSource groups the scanner's snapshots with rules. The caller owns
 // the scanner and closes it.
 func newScanSource(sc *proc.Scanner, rules model.Rules) *scanSource {
-	return &scanSource{sc: sc, b: model.NewBuilder(rules), lo: model.NewLeftovers(rules)}
+	return &scanSource{sc: sc, b: model.NewBuilder(rules), lo: hostview.NewFinder(model.NewLeftovers(rules), 0)}
 }
 
 // Scan reads the host once and groups it.
@@ -40,7 +40,7 @@ func (s *scanSource) Scan() (*model.View, error) {
 	}
 	// What the leftover search could not read stays out of the view; the
 	// rest of it is still worth showing.
-	s.prev, _ = hostview.WithLeftovers(s.lo, s.b.Build(snap, s.prev))
+	s.prev, _ = s.lo.Add(s.b.Build(snap, s.prev))
 	return s.prev, nil
 }
 

@@ -1,0 +1,161 @@
+package proc
+
+import (
+	"bytes"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// A steady refresh reads every live process's stat, and at 10,000
+// processes that alone costs more CPU than the whole refresh may (about
+// 5 µs of kernel time each, do_task_stat). But almost nothing in stat
+// changes unless the process runs: utime and stime, the state (a process
+// stops, freezes or exits in its own context, by handling the signal or
+// running do_exit), the thread count, comm, an exec. The exceptions are
+// the parent, which changes when the parent dies (reparenting), and the
+// memory counters, which reclaim can lower behind an idle process's back.
+//
+// A cgroup v2 directory's cpu.stat (a core file, present whether or not
+// the cpu controller is enabled) adds up the CPU time of every task in it
+// and below: when usage_usec did not move between two refreshes, no task
+// in that cgroup ran in between. So a scan reads one cpu.stat per cgroup
+// and, for the processes of a cgroup that did not run, reuses the stat it
+// read before (pidTable.scan), with three guards:
+//
+//   - the cgroup's usage is compared between the starts of two scans,
+//     and a stat is reused only if it was read after the first of them:
+//     a cgroup seen for the first time is not quiet until its second scan;
+//   - a reused stat stands only while its parent (pid and start time) is
+//     still there, else it is read (see pidTable.checkParents);
+//   - each process is read anyway one scan in reuseRounds (a different
+//     eighth of them each scan), so memory counters and anything
+//     unforeseen lag at most that many refreshes.
+//
+// Zombies and kernel threads are always read, as are processes in the
+// root cgroup (whose usage is the whole machine's) and any process whose
+// cgroup is unknown. Activity shows up by the next refresh at the latest:
+// the scheduler charges a cgroup at every tick and context switch, so a
+// task that ran since the last start has been charged by the next one,
+// bar the last few microseconds of a task still on a CPU at the read. On
+// hosts without cgroup2, or with cgroupfs not mounted, nothing is reused.
+// A process in a threaded cgroup whose other threads live elsewhere shows
+// their CPU time late (by reuseRounds at most).
+
+// reuseRounds bounds how many scans in a row may reuse a process's stat.
+const reuseRounds = 8
+
+// cgroupCPU holds a descriptor on the cpu.stat of every v2 cgroup the last
+// scan found processes in, and the usage read at each scan's start.
+type cgroupCPU struct {
+	dirOf func(string) string
+	fds   *fdBudget
+	files map[string]*cpuFile
+	// quiet is the answer of the last start: the cgroups that did not run
+	// since the start of the scan before.
+	quiet map[string]bool
+	buf   []byte
+	gen   uint64
+}
+
+type cpuFile struct {
+	fd    int
+	usage uint64
+	// atStart is set when usage was read at a scan's start, so that the
+	// next start can compare with it (see cgroupCPU.start).
+	atStart bool
+	gen     uint64
+}
+
+func newCgroupCPU(dirOf func(string) string, fds *fdBudget) *cgroupCPU {
+	return &cgroupCPU{dirOf: dirOf, fds: fds, files: map[string]*cpuFile{}, quiet: map[string]bool{}, buf: make([]byte, 512)}
+}
+
+// start reads the usage of every cgroup held and returns those whose usage
+// equals what the previous start read. The map is reused by the next call.
+func (c *cgroupCPU) start() map[string]bool {
+	clear(c.quiet)
+	for path, f := range c.files {
+		if f.fd < 0 {
+			continue
+		}
+		u, ok := c.usage(f.fd)
+		if !ok {
+			c.drop(path, f)
+			continue
+		}
+		if f.atStart && u == f.usage {
+			c.quiet[path] = true
+		}
+		f.usage, f.atStart = u, true
+	}
+	return c.quiet
+}
+
+// begin starts the registration of this scan's cgroups.
+func (c *cgroupCPU) begin() { c.gen++ }
+
+// add registers a cgroup some process of this scan is in: a new one is
+// opened, and its first usage (read after the stats) is no baseline.
+func (c *cgroupCPU) add(path string) {
+	if path == "" || path == "/" {
+		return
+	}
+	if f := c.files[path]; f != nil {
+		f.gen = c.gen
+		return
+	}
+	dir := c.dirOf(path)
+	if dir == "" || c.fds.limit == 0 || !c.fds.take() {
+		return
+	}
+	fd, err := openRead(filepath.Join(dir, "cpu.stat"))
+	var sfs unix.Statfs_t
+	if err != nil || unix.Fstatfs(fd, &sfs) != nil || sfs.Type != cgroup2SuperMagic {
+		if err == nil {
+			unix.Close(fd)
+		}
+		c.fds.held.Add(-1)
+		// Remembered, so the next scans do not try again.
+		c.files[path] = &cpuFile{fd: -1, gen: c.gen}
+		return
+	}
+	c.files[path] = &cpuFile{fd: fd, gen: c.gen}
+}
+
+// end closes the descriptors of cgroups no process is in any more.
+func (c *cgroupCPU) end() {
+	for path, f := range c.files {
+		if f.gen != c.gen {
+			c.drop(path, f)
+		}
+	}
+}
+
+// usage reads usage_usec, the first line of cpu.stat.
+func (c *cgroupCPU) usage(fd int) (uint64, bool) {
+	n, err := preadOnce(fd, c.buf)
+	if err != nil || n >= len(c.buf) {
+		return 0, false
+	}
+	line, _, _ := bytes.Cut(c.buf[:n], []byte("\n"))
+	v, ok := bytes.CutPrefix(line, []byte("usage_usec "))
+	if !ok {
+		return 0, false
+	}
+	return parseUint(v)
+}
+
+func (c *cgroupCPU) drop(path string, f *cpuFile) {
+	if f.fd >= 0 {
+		unix.Close(f.fd)
+		c.fds.held.Add(-1)
+	}
+	delete(c.files, path)
+}
+
+func (c *cgroupCPU) close() {
+	for path, f := range c.files {
+		c.drop(path, f)
+	}
+}

@@ -1,0 +1,218 @@
+package proc
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc/proctest"
+)
+
+// quietCgroup makes a cgroup v2 directory of the test's own, removed at
+// the end, and returns its directory.
+func quietCgroup(t *testing.T, name string) string {
+	t.Helper()
+	proctest.RequireRoot(t)
+	mounts, err := readMounts("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mounts.Unified == "" {
+		proctest.SkipMissing(t, "no cgroup2 mount")
+	}
+	dir := mounts.V2Dir(fmt.Sprintf("/sandtop-reuse-%s-%d", name, os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeCgroup(t, dir) })
+	return dir
+}
+
+// reusedPID reports whether the scanner's last scan reused pid's stat.
+func reusedPID(s *Scanner, pid int) bool {
+	for _, sl := range s.pids.slots {
+		if sl.pid == pid {
+			return sl.reuse
+		}
+	}
+	return false
+}
+
+// scanUntilReused scans until the stat of pid is reused (its cgroup is
+// quiet for two scan starts, and the round that reads it anyway is not
+// this one), and fails after 20 scans.
+func scanUntilReused(t *testing.T, s *Scanner, pid int) {
+	t.Helper()
+	for range 20 {
+		if _, err := s.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		if reusedPID(s, pid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("pid %d: stat never reused in 20 scans of its idle cgroup", pid)
+}
+
+// TestScanReusesStatsOfQuietCgroups: a process alone in a cgroup that does
+// not run has its stat reused, and whatever it does next (stop, continue,
+// exit) shows by the next scan or the one after.
+func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
+	dir := quietCgroup(t, "state")
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	t.Cleanup(func() {
+		if !done {
+			_ = cmd.Process.Kill() // our own child, by its handle
+			_ = cmd.Wait()
+		}
+	})
+	pid := cmd.Process.Pid
+	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid))
+
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	scanUntilReused(t, s, pid)
+	if s.reads.stat >= len(s.pids.slots) {
+		t.Errorf("a scan that reused a stat counted %d stat reads for %d processes", s.reads.stat, len(s.pids.slots))
+	}
+
+	state := func(want byte) {
+		t.Helper()
+		var got byte
+		for i := range 2 {
+			snap, err := s.Scan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := snap.ByPID[pid]; p != nil {
+				got = p.State
+			} else {
+				got = '-'
+			}
+			if got == want {
+				if i > 0 {
+					t.Logf("state %c shown one scan late", want)
+				}
+				return
+			}
+		}
+		t.Fatalf("pid %d: state %c two scans after the change, want %c", pid, got, want)
+	}
+	for _, step := range []struct {
+		sig  unix.Signal
+		want byte
+	}{{unix.SIGSTOP, 'T'}, {unix.SIGCONT, 'S'}} {
+		if err := cmd.Process.Signal(step.sig); err != nil {
+			t.Fatal(err)
+		}
+		// The signal is handled by the time the state reads so.
+		proctest.Eventually(2*time.Second, func() bool { return procState(pid) == step.want })
+		state(step.want)
+		scanUntilReused(t, s, pid)
+	}
+	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'Z' })
+	state('Z')
+	_ = cmd.Wait()
+	done = true
+	state('-')
+}
+
+// TestScanReusedStatFollowsReparenting: a process that does not run is
+// reparented when its parent dies, without running; the next scan must
+// show its new parent, not the reused stat's.
+func TestScanReusedStatFollowsReparenting(t *testing.T) {
+	dir := quietCgroup(t, "orphan")
+	// The test process adopts the orphan, so it can reap it.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+	parent := exec.Command("sh", "-c", "sleep 300 & echo $!; wait")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = parent.Process.Kill()
+		_ = parent.Wait()
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pinned before anything can reap it, so the cleanup signals only it.
+	pidfd, err := unix.PidfdOpen(child, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = parent.Process.Kill() // our own child, by its handle
+		_ = parent.Wait()
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(child, &ws, 0, nil)
+		unix.Close(pidfd)
+	})
+	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(child))
+
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	scanUntilReused(t, s, child)
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	snap, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := snap.ByPID[child]
+	if p == nil {
+		t.Fatalf("pid %d gone from the scan", child)
+	}
+	if p.PPID != os.Getpid() {
+		t.Errorf("orphan %d: ppid %d in the scan right after its parent %d died, want %d (the subreaper)",
+			child, p.PPID, parent.Process.Pid, os.Getpid())
+	}
+}
+
+// procState reads the state letter of pid from /proc, or '-'.
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return '-'
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return '-'
+	}
+	return s[i+2]
+}
