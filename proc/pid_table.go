@@ -219,13 +219,19 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 }
 
 // checkParents reads the stat of every reused process whose parent is not
-// the one it had when the stat was read (the parent died, and the process
-// was reparented without running), and returns how many it read.
+// the one it had when the stat was read, alive: a parent that exits
+// reparents its children at once, without their running, and may linger
+// as a zombie with the same identity until it is reaped. It returns how
+// many it read.
 func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 	n := 0
 	for k := range t.slots {
 		sl := &t.slots[k]
-		if !sl.reuse || t.startOf(reads, results, sl.last.ppid) == sl.parentStart {
+		if !sl.reuse {
+			continue
+		}
+		if j := t.indexOf(sl.last.ppid); sl.last.ppid == 0 || j >= 0 && results[j] == readOK &&
+			reads[j].st.start == sl.parentStart && reads[j].st.state != 'Z' && reads[j].st.state != 'X' {
 			continue
 		}
 		sl.reuse = false
@@ -239,6 +245,14 @@ func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 // startOf is the start time this scan read for pid, or 0 when the pid was
 // not listed or not read (its parent is outside the namespace, or gone).
 func (t *pidTable) startOf(reads []statRead, results []readResult, pid int) uint64 {
+	if k := t.indexOf(pid); k >= 0 && results[k] == readOK {
+		return reads[k].st.start
+	}
+	return 0
+}
+
+// indexOf is the index of pid in t.slots, or -1.
+func (t *pidTable) indexOf(pid int) int {
 	lo, hi := 0, len(t.slots)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -248,10 +262,10 @@ func (t *pidTable) startOf(reads []statRead, results []readResult, pid int) uint
 			hi = m
 		}
 	}
-	if lo == len(t.slots) || t.slots[lo].pid != pid || results[lo] != readOK {
-		return 0
+	if lo == len(t.slots) || t.slots[lo].pid != pid {
+		return -1
 	}
-	return reads[lo].st.start
+	return lo
 }
 
 // readAll reads the stat of every slot into reads (reads[k] for

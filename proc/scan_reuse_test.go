@@ -138,7 +138,8 @@ func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 
 // TestScanReusedStatFollowsReparenting: a process that does not run is
 // reparented when its parent dies, without running; the next scan must
-// show its new parent, not the reused stat's.
+// show its new parent, not the reused stat's, even while the dead parent
+// lingers as a zombie with the same identity.
 func TestScanReusedStatFollowsReparenting(t *testing.T) {
 	dir := quietCgroup(t, "orphan")
 	// The test process adopts the orphan, so it can reap it.
@@ -188,18 +189,23 @@ func TestScanReusedStatFollowsReparenting(t *testing.T) {
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = parent.Wait()
-	snap, err := s.Scan()
-	if err != nil {
-		t.Fatal(err)
+	if !proctest.Eventually(5*time.Second, func() bool { return procState(parent.Process.Pid) == 'Z' }) {
+		t.Fatalf("parent %d never became a zombie", parent.Process.Pid)
 	}
-	p := snap.ByPID[child]
-	if p == nil {
-		t.Fatalf("pid %d gone from the scan", child)
-	}
-	if p.PPID != os.Getpid() {
-		t.Errorf("orphan %d: ppid %d in the scan right after its parent %d died, want %d (the subreaper)",
-			child, p.PPID, parent.Process.Pid, os.Getpid())
+	for _, when := range []string{"its parent a zombie", "its parent reaped"} {
+		snap, err := s.Scan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := snap.ByPID[child]
+		if p == nil {
+			t.Fatalf("pid %d gone from the scan", child)
+		}
+		if p.PPID != os.Getpid() {
+			t.Errorf("orphan %d, %s: ppid %d, want %d (the subreaper)", child, when, p.PPID, os.Getpid())
+		}
+		_ = parent.Wait()
+		scanUntilReused(t, s, child)
 	}
 }
 
