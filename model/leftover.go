@@ -77,7 +77,20 @@ type Leftovers struct {
 	// whose shape alone is weak evidence (containerd's /<ns>/<id>, which
 	// any two-level path resembles) is a leftover only of one of these.
 	alive map[string]bool
+	// cgroups remembers what the cgroup rules say of each path asked about:
+	// a refresh loop asks about the same cgroups every time, and each
+	// answer costs a regexp match per cgroup rule.
+	cgroups map[string]cgroupAnswer
 }
+
+type cgroupAnswer struct {
+	m  Match
+	ok bool
+}
+
+// maxCgroupAnswers bounds Leftovers.cgroups; past it, the memory starts
+// over.
+const maxCgroupAnswers = 1 << 16
 
 // NewLeftovers returns a finder for rules.
 func NewLeftovers(rules Rules) *Leftovers {
@@ -257,8 +270,17 @@ func (f *Leftovers) WantCgroup(path string) bool {
 // cgroup itself (not one below it) and, for a rule whose cgroup shape
 // alone is weak evidence, a sandbox seen alive.
 func (f *Leftovers) cgroupMatch(path string) (Match, bool) {
-	m, ok := f.rules.MatchCgroup(path)
-	if !ok || !cgroupNamesID(m.Rule, path) {
+	a, known := f.cgroups[path]
+	if !known {
+		a.m, a.ok = f.rules.MatchCgroup(path)
+		a.ok = a.ok && cgroupNamesID(a.m.Rule, path)
+		if f.cgroups == nil || len(f.cgroups) >= maxCgroupAnswers {
+			f.cgroups = map[string]cgroupAnswer{}
+		}
+		f.cgroups[path] = a
+	}
+	m, ok := a.m, a.ok
+	if !ok {
 		return Match{}, false
 	}
 	if m.Rule.NestedPIDNamespace && !f.alive[keyOf(m)] {

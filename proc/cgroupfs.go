@@ -23,7 +23,10 @@ func ReadCgroupState(dir string, v1Freezer bool) (CgroupState, error) {
 	if v1Freezer {
 		name = "freezer.state"
 	}
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	// Not os.ReadFile: a cgroupfs file is pollable, so the runtime would
+	// register it with its poller and wake up for its events.
+	buf := make([]byte, cgroupStateBufSize)
+	data, err := readFileInto(filepath.Join(dir, name), &buf, 4096, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The root cgroup has neither file: cgroup.events "exists on non-root
 		// cgroups" (Documentation/admin-guide/cgroup-v2.rst), and the v1 root
@@ -80,6 +83,9 @@ func parseFreezerState(data []byte) CgroupState {
 	}
 }
 
+// maxCgroupProcs bounds what ReadCgroupProcs reads: four million pids.
+const maxCgroupProcs = 32 << 20
+
 // ReadCgroupProcs returns the pids in a cgroup's cgroup.procs (v1 and v2 both
 // have it; v1's tasks file lists threads, which sandtop does not need). The
 // result is sorted and free of duplicates, which v1 does not promise
@@ -87,7 +93,8 @@ func parseFreezerState(data []byte) CgroupState {
 // duplicates"). A missing directory gives an error for which IsVanished is
 // true.
 func ReadCgroupProcs(dir string) ([]int, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	buf := make([]byte, 4096)
+	data, err := readFileInto(filepath.Join(dir, "cgroup.procs"), &buf, maxCgroupProcs, false)
 	if err != nil {
 		return nil, fmt.Errorf("read cgroup procs: %w", err)
 	}

@@ -29,6 +29,9 @@ type pidBirths struct {
 	buf  []byte
 	last []byte
 	seen bool
+	// prev and cur are the last pids read by the call before and by the
+	// last call (see span).
+	prev, cur int
 }
 
 func newPIDBirths(root string, realProcfs bool) pidBirths {
@@ -51,11 +54,25 @@ func (b *pidBirths) none() bool {
 	}
 	data = bytes.TrimSpace(data)
 	last := data[bytes.LastIndexByte(data, ' ')+1:]
-	if _, err := strconv.Atoi(string(last)); err != nil {
+	n, err := strconv.Atoi(string(last))
+	if err != nil {
 		b.seen = false
 		return false
 	}
 	same := b.seen && bytes.Equal(last, b.last)
+	if !b.seen {
+		b.cur = 0
+	}
+	b.prev, b.cur = b.cur, n
 	b.last, b.seen = append(b.last[:0], last...), true
 	return same
+}
+
+// span returns the pids allocated between the last two calls of none,
+// (from, to], when both calls read one and the pid space did not wrap in
+// between (to is above from): every process born in between has one of
+// them, bar one given a pid below the cursor by hand (ns_last_pid, or
+// clone3's set_tid), which the periodic listing finds (see pidTable.scan).
+func (b *pidBirths) span() (from, to int, ok bool) {
+	return b.prev, b.cur, b.seen && b.prev > 0 && b.cur > b.prev
 }

@@ -1,8 +1,11 @@
 package proc
 
 import (
+	"bytes"
 	"errors"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/procfs"
@@ -40,6 +43,21 @@ import (
 
 // procSuperMagic is PROC_SUPER_MAGIC (include/uapi/linux/magic.h).
 const procSuperMagic = 0x9fa0
+
+// Listing /proc costs the kernel a dentry per process (proc_pid_readdir,
+// proc_fill_cache): at 10,000 processes a fifth of a steady refresh. On a
+// host where anything creates a thread now and then (a Go program's
+// runtime does), pidBirths.none almost never holds, but only a few pids
+// are handed out between two refreshes, and pids are handed out upwards
+// from the cursor: a scan looks at those few instead (a thread's pid is
+// reachable as /proc/TID too, so each is checked to lead its thread
+// group), and lists /proc anyway every listEvery scans (a pid set by
+// hand, below the cursor, is found then), or when more than maxProbed
+// pids went by, or when the cursor wrapped.
+const (
+	maxProbed = 64
+	listEvery = 8
+)
 
 // shedBatch is how many held descriptors are given back at once when an
 // open fails with EMFILE or ENFILE.
@@ -111,8 +129,11 @@ type pidTable struct {
 	slots, next []pidSlot
 	lister      pidLister
 	// scans counts the scans, to spread the reads that bound how long a
-	// stat is reused over all of them (see reuseRounds).
-	scans uint
+	// stat is reused over all of them (see reuseRounds); listed is the
+	// scan that last listed /proc.
+	scans, listed uint
+	// statusBuf is the buffer of isLeader.
+	statusBuf []byte
 	// bufs are the stat buffers, one per reading goroutine; resultBuf
 	// holds the results of the reads.
 	bufs      [][]byte
@@ -138,20 +159,36 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 // parallel: each goroutine reads its own slots into its own buffer.
 func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity) bool) ([]statRead, error) {
 	var pids []int
-	if t.births.none() && len(t.slots) > 0 {
-		// Nothing was born since the last listing: its pids are still
-		// the candidates, and those that died fail their read below.
+	none := t.births.none()
+	from, to, probe := t.births.span()
+	probe = probe && to-from <= maxProbed
+	switch {
+	case (none || probe) && len(t.slots) > 0 && t.scans-t.listed < listEvery:
+		// Nothing was born since the last listing, or only the few pids
+		// handed out since: the last scan's pids are still the
+		// candidates, those that died fail their read below, and the
+		// new pids that are processes (not threads) join them.
 		pids = t.lister.pids[:0]
 		for _, sl := range t.slots {
 			pids = append(pids, sl.pid)
 		}
+		if !none {
+			for pid := from + 1; pid <= to; pid++ {
+				if t.isLeader(pid) {
+					pids = append(pids, pid)
+				}
+			}
+			slices.Sort(pids)
+			pids = slices.Compact(pids)
+		}
 		t.lister.pids = pids
-	} else {
+	default:
 		var err error
 		if pids, err = t.lister.list(t.root); err != nil {
 			return found, err
 		}
 		n.list++
+		t.listed = t.scans + 1
 	}
 	t.next = slices.Grow(t.next[:0], len(pids))
 	old := t.slots
@@ -218,14 +255,39 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	return found, nil
 }
 
+// isLeader reports whether pid is a live process, the leader of its
+// thread group: /proc/PID/status says Tgid equal to the pid.
+func (t *pidTable) isLeader(pid int) bool {
+	if t.statusBuf == nil {
+		t.statusBuf = make([]byte, 4096)
+	}
+	b, err := readFileInto(filepath.Join(t.root, strconv.Itoa(pid), "status"), &t.statusBuf, 64<<10, true)
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(b, []byte("\nTgid:"))
+	if !ok {
+		return false
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	tgid, ok := parseUint(bytes.TrimSpace(line))
+	return ok && tgid == uint64(pid)
+}
+
 // checkParents reads the stat of every reused process whose parent is not
-// the one it had when the stat was read (the parent died, and the process
-// was reparented without running), and returns how many it read.
+// the one it had when the stat was read, alive: a parent that exits
+// reparents its children at once, without their running, and may linger
+// as a zombie with the same identity until it is reaped. It returns how
+// many it read.
 func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 	n := 0
 	for k := range t.slots {
 		sl := &t.slots[k]
-		if !sl.reuse || t.startOf(reads, results, sl.last.ppid) == sl.parentStart {
+		if !sl.reuse {
+			continue
+		}
+		if j := t.indexOf(sl.last.ppid); sl.last.ppid == 0 || j >= 0 && results[j] == readOK &&
+			reads[j].st.start == sl.parentStart && reads[j].st.state != 'Z' && reads[j].st.state != 'X' {
 			continue
 		}
 		sl.reuse = false
@@ -239,6 +301,14 @@ func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 // startOf is the start time this scan read for pid, or 0 when the pid was
 // not listed or not read (its parent is outside the namespace, or gone).
 func (t *pidTable) startOf(reads []statRead, results []readResult, pid int) uint64 {
+	if k := t.indexOf(pid); k >= 0 && results[k] == readOK {
+		return reads[k].st.start
+	}
+	return 0
+}
+
+// indexOf is the index of pid in t.slots, or -1.
+func (t *pidTable) indexOf(pid int) int {
 	lo, hi := 0, len(t.slots)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -248,10 +318,10 @@ func (t *pidTable) startOf(reads []statRead, results []readResult, pid int) uint
 			hi = m
 		}
 	}
-	if lo == len(t.slots) || t.slots[lo].pid != pid || results[lo] != readOK {
-		return 0
+	if lo == len(t.slots) || t.slots[lo].pid != pid {
+		return -1
 	}
-	return reads[lo].st.start
+	return lo
 }
 
 // readAll reads the stat of every slot into reads (reads[k] for

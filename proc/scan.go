@@ -102,7 +102,9 @@ type Scanner struct {
 	listeners listenerCache
 	hostPath  string
 	hostBuf   []byte
-	hostname  string
+	// hostFileBuf is reused by the reads of the host's meters.
+	hostFileBuf []byte
+	hostname    string
 	// reads counts the files the last Scan read, by kind.
 	reads readCounts
 	// testHookAfterStat, when set, runs between reading every stat and reading
@@ -139,6 +141,9 @@ func NewScanner(opts Options) (*Scanner, error) {
 		need:     opts.Need,
 		cache:    newScanCache(),
 		hostPath: filepath.Join(root, "sys", "kernel", "hostname"),
+		// /proc/stat is about 4 KiB on a 2-core machine, and grows with
+		// the CPUs.
+		hostFileBuf: make([]byte, 8192),
 	}
 	if !opts.OneShot {
 		s.fds.limit = heldFDBudget()
@@ -246,7 +251,9 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 		Mounts:     s.mounts,
 	}
 	// Three small files, read with every scan so the screen never reads.
-	snap.Host, _ = ReadHost(func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(s.root, name)) })
+	snap.Host, _ = ReadHost(func(name string) ([]byte, error) {
+		return readFileInto(filepath.Join(s.root, name), &s.hostFileBuf, 1<<20, false)
+	})
 	// An identity whose stat shows nothing new since the last scan gets the
 	// same *Process as then: snapshots are immutable, so sharing an unchanged
 	// Process is safe, and on a host of mostly idle processes a refresh then

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,7 +140,8 @@ func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 
 // TestScanReusedStatFollowsReparenting: a process that does not run is
 // reparented when its parent dies, without running; the next scan must
-// show its new parent, not the reused stat's.
+// show its new parent, not the reused stat's, even while the dead parent
+// lingers as a zombie with the same identity.
 func TestScanReusedStatFollowsReparenting(t *testing.T) {
 	dir := quietCgroup(t, "orphan")
 	// The test process adopts the orphan, so it can reap it.
@@ -188,18 +191,23 @@ func TestScanReusedStatFollowsReparenting(t *testing.T) {
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = parent.Wait()
-	snap, err := s.Scan()
-	if err != nil {
-		t.Fatal(err)
+	if !proctest.Eventually(5*time.Second, func() bool { return procState(parent.Process.Pid) == 'Z' }) {
+		t.Fatalf("parent %d never became a zombie", parent.Process.Pid)
 	}
-	p := snap.ByPID[child]
-	if p == nil {
-		t.Fatalf("pid %d gone from the scan", child)
-	}
-	if p.PPID != os.Getpid() {
-		t.Errorf("orphan %d: ppid %d in the scan right after its parent %d died, want %d (the subreaper)",
-			child, p.PPID, parent.Process.Pid, os.Getpid())
+	for _, when := range []string{"its parent a zombie", "its parent reaped"} {
+		snap, err := s.Scan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := snap.ByPID[child]
+		if p == nil {
+			t.Fatalf("pid %d gone from the scan", child)
+		}
+		if p.PPID != os.Getpid() {
+			t.Errorf("orphan %d, %s: ppid %d, want %d (the subreaper)", child, when, p.PPID, os.Getpid())
+		}
+		_ = parent.Wait()
+		scanUntilReused(t, s, child)
 	}
 }
 
@@ -215,4 +223,81 @@ func procState(pid int) byte {
 		return '-'
 	}
 	return s[i+2]
+}
+
+// TestScanProbesNewPIDs: between listings, a scan finds a new process by
+// the pids handed out since the last one, and never takes a new thread
+// (reachable as /proc/TID too) for a process.
+func TestScanProbesNewPIDs(t *testing.T) {
+	proctest.RequireRoot(t)
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if s.pids.births.path == "" {
+		proctest.SkipMissing(t, "/proc is not this pid namespace's")
+	}
+	for range 2 {
+		if _, err := s.Scan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// New threads of this process: locked goroutines blocked in a system
+	// call each need a thread of their own.
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	for range 4 {
+		started.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			started.Done()
+			<-release
+		}()
+	}
+	started.Wait()
+	defer close(release)
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // our own child, by its handle
+		_ = cmd.Wait()
+	})
+	snap, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to, ok := s.pids.births.span()
+	probed := ok && to-from <= maxProbed && s.reads.list == 0
+	t.Logf("pids %d..%d handed out since the last scan; listed %d", from+1, to, s.reads.list)
+	if p := snap.ByPID[cmd.Process.Pid]; p == nil || p.Comm != "sleep" {
+		t.Errorf("the new child %d is not in the scan (%+v)", cmd.Process.Pid, p)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		if tid != os.Getpid() && snap.ByPID[tid] != nil {
+			t.Errorf("thread %d of this process is in the scan as a process", tid)
+		}
+	}
+	if ok && to-from <= maxProbed && !probed {
+		t.Errorf("%d pids handed out, and the scan listed /proc anyway", to-from)
+	}
+	// The listing still comes round.
+	listed := false
+	for range listEvery + 1 {
+		if _, err := s.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		listed = listed || s.reads.list > 0
+	}
+	if !listed {
+		t.Errorf("no listing of /proc in %d scans", listEvery+1)
+	}
 }

@@ -11,31 +11,33 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/modeltest"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
 
-// TestFinderWalksOnlyWhenItMust runs a Finder over real cgroups: Docker's
-// shape (docker-<id>.scope) under a parent of the test's own, one with a
-// process in it and one made empty. Between walks it must still see a
-// leftover go (its state is read, not cached), and a process leaving a
-// cgroup must make it walk at once.
+// TestFinderWalksOnlyWhenItMust runs a Finder over real cgroups in
+// Docker's shape (docker-<id>.scope) under a parent of the test's own: one
+// with a process in it, and one made empty. The scans it is given are
+// hand-built, holding only that process, so that nothing else running on
+// the host changes what the Finder sees. Between walks it must still see
+// a leftover go (its state is read, not cached), and the process leaving
+// its cgroup must make it walk at once.
 func TestFinderWalksOnlyWhenItMust(t *testing.T) {
 	proctest.RequireRoot(t)
 	sc, err := proc.NewScanner(proc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sc.Close() })
 	m := sc.Mounts()
+	sc.Close()
 	if m.Unified == "" {
 		proctest.SkipMissing(t, "no cgroup2 mount")
 	}
-	parent := m.V2Dir("/sandtop-finder-" + randomHex(t, 4))
+	parent := "/sandtop-finder-" + randomHex(t, 4)
 	busyID, emptyID := randomHex(t, 32), randomHex(t, 32)
-	busyDir := filepath.Join(parent, "docker-"+busyID+".scope")
-	emptyDir := filepath.Join(parent, "docker-"+emptyID+".scope")
-	if err := os.MkdirAll(busyDir, 0o755); err != nil {
+	busyCg, emptyCg := parent+"/docker-"+busyID+".scope", parent+"/docker-"+emptyID+".scope"
+	if err := os.MkdirAll(m.V2Dir(busyCg), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sleep", "300")
@@ -48,61 +50,50 @@ func TestFinderWalksOnlyWhenItMust(t *testing.T) {
 			_ = cmd.Process.Kill() // our own child, by its handle
 			_ = cmd.Wait()
 		}
-		_ = os.Remove(emptyDir)
-		_ = os.Remove(busyDir)
-		_ = os.Remove(parent)
+		for _, cg := range []string{emptyCg, busyCg, parent} {
+			_ = os.Remove(m.V2Dir(cg))
+		}
 	})
-	if err := os.WriteFile(filepath.Join(busyDir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(filepath.Join(m.V2Dir(busyCg), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
 	rules := model.Effective(nil, true)
 	f := NewFinder(model.NewLeftovers(rules), time.Hour)
-	b := model.NewBuilder(rules)
-	var prev *model.View
-	refresh := func() *model.View {
+	now := time.Now()
+	refresh := func(procs ...*proc.Process) *model.View {
 		t.Helper()
-		snap, err := sc.Scan()
+		now = now.Add(time.Second)
+		snap := modeltest.Snapshot(proc.Snapshot{Time: now, Mounts: m, Cgroups: map[string]proc.CgroupState{}}, procs...)
+		for _, p := range procs {
+			snap.Cgroups[p.Cgroup] = proc.CgroupState{Exists: true, Populated: true}
+		}
+		v, err := f.Add(model.Build(snap, rules, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := f.Add(b.Build(snap, prev))
-		if err != nil {
-			t.Fatal(err)
-		}
-		prev = v
 		return v
 	}
+	sleeper := modeltest.Proc(pid, 1, "sleep 300", modeltest.Cgroup(busyCg))
 	leftover := func(v *model.View, id string) bool {
-		for _, sb := range v.Sandboxes {
-			if sb.ID == id && len(sb.Members) == 0 && len(sb.Leftovers) > 0 {
-				return true
-			}
-		}
-		return false
-	}
-	live := func(v *model.View, id string) bool {
-		for _, sb := range v.Sandboxes {
-			if sb.ID == id && len(sb.Members) > 0 {
-				return true
-			}
-		}
-		return false
+		sb := v.Sandbox("docker:" + id)
+		return sb != nil && len(sb.Members) == 0 && len(sb.Leftovers) > 0
 	}
 
-	v := refresh()
-	if !live(v, busyID) || leftover(v, busyID) {
+	v := refresh(sleeper)
+	if sb := v.Sandbox("docker:" + busyID); sb == nil || len(sb.Members) == 0 || leftover(v, busyID) {
 		t.Fatalf("first refresh: docker-%s.scope with a process should be a live sandbox, not a leftover", busyID[:12])
 	}
 	// Made empty, with no process ever in it: only a walk finds it, and
-	// nothing the scan sees has changed.
-	if err := os.Mkdir(emptyDir, 0o755); err != nil {
+	// nothing the scan shows has changed.
+	if err := os.Mkdir(m.V2Dir(emptyCg), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if v := refresh(); leftover(v, emptyID) {
+	if v := refresh(sleeper); leftover(v, emptyID) {
 		t.Errorf("an empty cgroup made after the walk is shown before the next walk was due: the Finder walked anyway")
 	}
-	// The process leaves: the cgroups the scan sees change, so it walks.
+	// The process leaves: the cgroups the scan shows change, so it walks.
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	exited = true
@@ -112,13 +103,21 @@ func TestFinderWalksOnlyWhenItMust(t *testing.T) {
 			busyID[:12], leftover(v, busyID), emptyID[:12], leftover(v, emptyID))
 	}
 	// Removed between walks: the recheck reads each empty cgroup's state.
-	if err := os.Remove(emptyDir); err != nil {
+	if err := os.Remove(m.V2Dir(emptyCg)); err != nil {
 		t.Fatal(err)
 	}
 	v = refresh()
 	if leftover(v, emptyID) || !leftover(v, busyID) {
 		t.Errorf("after rmdir of %s: leftover %v (want false), %s still %v (want true)",
 			emptyID[:12], leftover(v, emptyID), busyID[:12], leftover(v, busyID))
+	}
+	// A walk is due once rewalk has passed, whatever the scan shows.
+	if err := os.Mkdir(m.V2Dir(emptyCg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if v := refresh(); !leftover(v, emptyID) {
+		t.Errorf("an hour on, the Finder has not walked again: %s not found", emptyID[:12])
 	}
 }
 
