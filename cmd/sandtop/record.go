@@ -157,6 +157,7 @@ func (r *newRecording) close(stopped string) (frames int, size int64, err error)
 }
 
 func runRecord(cmd *cobra.Command, g *globals, o *recordOpts) error {
+	longRunning()
 	if err := o.check(); err != nil {
 		return err
 	}
