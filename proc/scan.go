@@ -73,6 +73,7 @@ type Scanner struct {
 	self     int
 	pageSize uint64
 	need     func(*Process) Fields
+	oneShot  bool
 
 	mu    sync.Mutex
 	gen   uint64
@@ -139,6 +140,7 @@ func NewScanner(opts Options) (*Scanner, error) {
 		self:     readSelf(root),
 		pageSize: uint64(os.Getpagesize()),
 		need:     opts.Need,
+		oneShot:  opts.OneShot,
 		cache:    newScanCache(),
 		hostPath: filepath.Join(root, "sys", "kernel", "hostname"),
 		// /proc/stat is about 4 KiB on a 2-core machine, and grows with
@@ -322,7 +324,9 @@ func (s *Scanner) cgroupStates(procs []*Process) (v2, freezers map[string]Cgroup
 	for _, p := range procs {
 		s.cgroups.add(p.Cgroup)
 		s.freezers.add(p.Freezer)
-		if !p.Kernel {
+		// A one-shot scanner holds no cpu.stat to compare with the next
+		// scan: following its cgroups would cost a path per process.
+		if !p.Kernel && !s.oneShot {
 			s.cpu.add(p.Cgroup)
 		}
 	}
