@@ -185,19 +185,30 @@ func (g *globals) view(uids bool) (*model.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	return scanView(s, rules)
+	snap, err := s.Scan()
+	// Nothing scans again: the scanner's cache of every process (a few
+	// MB at 10,000) is let go before grouping, which has its own.
+	s.Close()
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	return viewOf(snap, rules), nil
 }
 
-// scanView scans once and groups the result, with the sandboxes that
-// left things behind (see hostview.WithLeftovers).
+// scanView scans once and groups the result (see viewOf).
 func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	snap, err := s.Scan()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
+	return viewOf(snap, rules), nil
+}
+
+// viewOf groups a snapshot, with the sandboxes that left things behind
+// (see hostview.WithLeftovers).
+func viewOf(snap *proc.Snapshot, rules model.Rules) *model.View {
 	v, _ := hostview.WithLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
-	return v, nil
+	return v
 }
 
 // initCompletion makes cobra's completion command now, so it can carry an
