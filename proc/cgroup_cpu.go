@@ -2,7 +2,9 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,11 +23,16 @@ import (
 // and below: when usage_usec did not move between two refreshes, no task
 // in that cgroup ran in between. So a scan reads one cpu.stat per cgroup
 // and, for the processes of a cgroup that did not run, reuses the stat it
-// read before (pidTable.scan), with three guards:
+// read before (pidTable.scan), with four guards:
 //
 //   - the cgroup's usage is compared between the starts of two scans,
 //     and a stat is reused only if it was read after the first of them:
 //     a cgroup seen for the first time is not quiet until its second scan;
+//   - the process must still be in that cgroup: the scanner caches a
+//     process's cgroup (scan_cache.go), and a process moved out of a quiet
+//     cgroup (runtimes move what they start) runs elsewhere, so a quiet
+//     cgroup's cgroup.procs is read too, and a process missing from it is
+//     read afresh, its cgroup with it;
 //   - a reused stat stands only while its parent (pid and start time) is
 //     still there, else it is read (see pidTable.checkParents);
 //   - each process is read anyway one scan in reuseRounds (a different
@@ -45,22 +52,27 @@ import (
 // reuseRounds bounds how many scans in a row may reuse a process's stat.
 const reuseRounds = 8
 
-// cgroupCPU holds a descriptor on the cpu.stat of every v2 cgroup the last
-// scan found processes in, and the usage read at each scan's start.
+// cgroupCPU holds descriptors on the cpu.stat and cgroup.procs of every v2
+// cgroup the last scan found processes in, and the usage read at each
+// scan's start.
 type cgroupCPU struct {
 	dirOf func(string) string
 	fds   *fdBudget
 	files map[string]*cpuFile
 	// quiet is the answer of the last start: the cgroups that did not run
-	// since the start of the scan before.
-	quiet map[string]bool
+	// since the start of the scan before, each with its processes' pids,
+	// sorted.
+	quiet map[string][]int
 	buf   []byte
 	gen   uint64
 }
 
 type cpuFile struct {
-	fd    int
-	usage uint64
+	// fd is on cpu.stat, procs on cgroup.procs; both -1 when not held.
+	fd, procs int
+	usage     uint64
+	// members is the last reading of cgroup.procs, reused.
+	members []int
 	// atStart is set when usage was read at a scan's start, so that the
 	// next start can compare with it (see cgroupCPU.start).
 	atStart bool
@@ -68,12 +80,13 @@ type cpuFile struct {
 }
 
 func newCgroupCPU(dirOf func(string) string, fds *fdBudget) *cgroupCPU {
-	return &cgroupCPU{dirOf: dirOf, fds: fds, files: map[string]*cpuFile{}, quiet: map[string]bool{}, buf: make([]byte, 512)}
+	return &cgroupCPU{dirOf: dirOf, fds: fds, files: map[string]*cpuFile{}, quiet: map[string][]int{}, buf: make([]byte, 4096)}
 }
 
 // start reads the usage of every cgroup held and returns those whose usage
-// equals what the previous start read. The map is reused by the next call.
-func (c *cgroupCPU) start() map[string]bool {
+// equals what the previous start read, with the pids in each. The map and
+// its slices are reused by the next call.
+func (c *cgroupCPU) start() map[string][]int {
 	clear(c.quiet)
 	for path, f := range c.files {
 		if f.fd < 0 {
@@ -84,12 +97,31 @@ func (c *cgroupCPU) start() map[string]bool {
 			c.drop(path, f)
 			continue
 		}
-		if f.atStart && u == f.usage {
-			c.quiet[path] = true
+		if f.atStart && u == f.usage && c.readMembers(f) {
+			c.quiet[path] = f.members
 		}
 		f.usage, f.atStart = u, true
 	}
 	return c.quiet
+}
+
+// readMembers reads the cgroup's cgroup.procs into f.members, sorted, and
+// reports whether it could (a list longer than the buffer counts as not).
+func (c *cgroupCPU) readMembers(f *cpuFile) bool {
+	n, err := preadOnce(f.procs, c.buf)
+	if err != nil || n >= len(c.buf) {
+		return false
+	}
+	f.members = f.members[:0]
+	for line := range bytes.Lines(c.buf[:n]) {
+		pid, ok := parseUint(bytes.TrimSpace(line))
+		if !ok {
+			return false
+		}
+		f.members = append(f.members, int(pid))
+	}
+	slices.Sort(f.members)
+	return true
 }
 
 // begin starts the registration of this scan's cgroups.
@@ -109,19 +141,41 @@ func (c *cgroupCPU) add(path string) {
 	if dir == "" || c.fds.limit == 0 || !c.fds.take() {
 		return
 	}
-	fd, err := openRead(filepath.Join(dir, "cpu.stat"))
-	var sfs unix.Statfs_t
-	if err != nil || unix.Fstatfs(fd, &sfs) != nil || sfs.Type != cgroup2SuperMagic {
-		if err == nil {
-			unix.Close(fd)
-		}
+	if !c.fds.take() {
 		c.fds.held.Add(-1)
-		// Remembered, so the next scans do not try again.
-		c.files[path] = &cpuFile{fd: -1, gen: c.gen}
 		return
 	}
-	c.files[path] = &cpuFile{fd: fd, gen: c.gen}
+	f := &cpuFile{fd: -1, procs: -1, gen: c.gen}
+	c.files[path] = f // when not held, remembered so the next scans do not try again
+	fd, err := openCgroup2(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		c.fds.held.Add(-2)
+		return
+	}
+	procs, err := openCgroup2(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		unix.Close(fd)
+		c.fds.held.Add(-2)
+		return
+	}
+	f.fd, f.procs = fd, procs
 }
+
+// openCgroup2 opens a file for reading, and only if it is on cgroup2.
+func openCgroup2(path string) (int, error) {
+	fd, err := openRead(path)
+	if err != nil {
+		return -1, err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != cgroup2SuperMagic {
+		unix.Close(fd)
+		return -1, errNotCgroup2
+	}
+	return fd, nil
+}
+
+var errNotCgroup2 = errors.New("not on cgroup2")
 
 // end closes the descriptors of cgroups no process is in any more.
 func (c *cgroupCPU) end() {
@@ -149,7 +203,8 @@ func (c *cgroupCPU) usage(fd int) (uint64, bool) {
 func (c *cgroupCPU) drop(path string, f *cpuFile) {
 	if f.fd >= 0 {
 		unix.Close(f.fd)
-		c.fds.held.Add(-1)
+		unix.Close(f.procs)
+		c.fds.held.Add(-2)
 	}
 	delete(c.files, path)
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,8 +86,10 @@ type Scanner struct {
 	pids              pidTable
 	cgroups, freezers *cgroupFiles
 	// cpu follows the CPU usage of the cgroups processes are in, so that a
-	// refresh can reuse the stat of processes that did not run.
-	cpu *cgroupCPU
+	// refresh can reuse the stat of processes that did not run; moved
+	// collects the processes a scan found out of their cached cgroup.
+	cpu   *cgroupCPU
+	moved []Identity
 	// found is the stat pass's output, reused between scans.
 	found []statRead
 	// todo lists the indexes in found whose static fields must be read.
@@ -296,16 +299,36 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 // per-process read a steady refresh does. It fills s.found, sorted by pid,
 // and reports whether pid 2 is kthreadd (see isKthreadd).
 func (s *Scanner) readStats() (kthreadd bool, err error) {
+	// A process whose stat may be reused: its cgroup did not run, and it
+	// is still in it (see cgroup_cpu.go). One that left has its cached
+	// cgroup dropped with the rest of its entry, to be read again. The
+	// pids in cgroup.procs are those of sandtop's own pid namespace, so
+	// only a /proc of that namespace can be compared with them.
 	var quiet func(Identity) bool
-	if q := s.cpu.start(); len(q) > 0 {
+	s.moved = s.moved[:0]
+	if q := s.cpu.start(); len(q) > 0 && s.pids.births.path != "" {
 		quiet = func(id Identity) bool {
 			e := s.cache.entries[id]
-			return e != nil && q[e.cgroup]
+			if e == nil {
+				return false
+			}
+			members, ok := q[e.cgroup]
+			if !ok {
+				return false
+			}
+			if _, in := slices.BinarySearch(members, id.PID); !in {
+				s.moved = append(s.moved, id)
+				return false
+			}
+			return true
 		}
 	}
 	s.found, err = s.pids.scan(s.found[:0], &s.reads, s.readWorkers(), quiet)
 	if err != nil {
 		return false, fmt.Errorf("list processes in %s: %w", s.root, err)
+	}
+	for _, id := range s.moved {
+		s.cache.drop(id)
 	}
 	for i := range s.found {
 		if f := &s.found[i]; !f.gone && f.st.pid == 2 {

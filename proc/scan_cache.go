@@ -35,7 +35,9 @@ package proc
 //     without any trace in stat. Re-reading /proc/PID/cgroup on every refresh
 //     would double the files read per process, so it is not done: whoever
 //     migrates a process (teardown, tests) calls Scanner.Invalidate for it.
-//     A migration by someone else shows after the process restarts.
+//     A process moved out of a cgroup whose stats a refresh reuses is
+//     noticed there (cgroup_cpu.go reads that cgroup's cgroup.procs); one
+//     moved out of a busy cgroup shows once that cgroup falls quiet.
 //   - cwd changes freely (chdir) and is shown as of the first read.
 //   - A zombie keeps its cached argv, exe and cwd, although its own /proc
 //     files are empty by then: the model still attributes it to its sandbox

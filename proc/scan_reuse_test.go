@@ -301,3 +301,36 @@ func TestScanProbesNewPIDs(t *testing.T) {
 		t.Errorf("no listing of /proc in %d scans", listEvery+1)
 	}
 }
+
+// TestScanNoticesMoveOutOfQuietCgroup: a runtime moves what it starts into
+// the container's cgroup, so a process may run in a cgroup other than the
+// one the scanner cached for it. Moved out of a quiet cgroup, it must not
+// keep a reused stat, and its new cgroup must show.
+func TestScanNoticesMoveOutOfQuietCgroup(t *testing.T) {
+	from, to := quietCgroup(t, "from"), quietCgroup(t, "to")
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // our own child, by its handle
+		_ = cmd.Wait()
+	})
+	pid := cmd.Process.Pid
+	writeFile(t, filepath.Join(from, "cgroup.procs"), strconv.Itoa(pid))
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	scanUntilReused(t, s, pid)
+	writeFile(t, filepath.Join(to, "cgroup.procs"), strconv.Itoa(pid))
+	snap, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/" + filepath.Base(to)
+	if p := snap.ByPID[pid]; p == nil || p.Cgroup != want || reusedPID(s, pid) {
+		t.Fatalf("after the move: %+v, stat reused %v; want cgroup %s, read afresh", p, reusedPID(s, pid), want)
+	}
+}

@@ -37,6 +37,9 @@ type sizeResult struct {
 	JSONRSS                         int64
 	SandtopCPU, HtopCPU, BtopCPU    time.Duration // per refresh
 	SandtopWake, HtopWake, BtopWake float64       // blocking waits per second
+	// Bursts are the times per second a screen woke at all: runs of
+	// system calls less than burstGap apart count once.
+	SandtopBursts, HtopBursts, BtopBursts float64
 	TUIRSS, TUIHWM                  int64
 	Kill                            time.Duration
 	Floor, Steady                   time.Duration // in process, CPU

@@ -105,23 +105,29 @@ func measureTUIs(ctx context.Context, res *sizeResult, o options) error {
 	// Blocking waits, all three at once over the same seconds.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	wakes := map[string]float64{}
+	wakes, bursts := map[string]float64{}, map[string]float64{}
 	for name, pid := range pids {
 		wg.Go(func() {
-			w, err := straceWaits(ctx, pid, filepath.Join(dir, name+".strace"))
+			w, b, err := straceWaits(ctx, pid, filepath.Join(dir, name+".strace"))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				res.note("strace %s: %v", name, err)
 				return
 			}
-			wakes[name] = w
+			wakes[name], bursts[name] = w, b
 		})
 	}
 	wg.Wait()
 	res.SandtopWake, res.HtopWake, res.BtopWake = wakes["sandtop"], wakes["htop"], wakes["btop"]
+	res.SandtopBursts, res.HtopBursts, res.BtopBursts = bursts["sandtop"], bursts["htop"], bursts["btop"]
 	return nil
 }
+
+// burstGap separates two wake-ups: system calls closer than this belong
+// to one piece of work (a refresh), a longer silence means the process
+// slept in between.
+const burstGap = 100 * time.Millisecond
 
 // waitCalls are the system calls a thread blocks in until something wakes
 // it: counting them counts wakeups.
@@ -130,36 +136,52 @@ var waitCalls = map[string]bool{
 	"clock_nanosleep": true, "poll": true, "ppoll": true, "select": true, "pselect6": true, "restart_syscall": true,
 }
 
-// straceWaits counts, with strace -c -f over idleWindow, the blocking
-// waits of pid and its threads, per second.
-func straceWaits(ctx context.Context, pid int, out string) (float64, error) {
-	cmd := exec.CommandContext(ctx, "strace", "-c", "-f", "-q", "-o", out, "-p", strconv.Itoa(pid))
+// straceWaits follows pid and its threads with strace -f -tt over
+// idleWindow and returns, per second, the blocking waits (waitCalls) and
+// the bursts: the times the process woke at all, counting system calls
+// less than burstGap apart as one.
+func straceWaits(ctx context.Context, pid int, out string) (waits, bursts float64, err error) {
+	cmd := exec.CommandContext(ctx, "strace", "-f", "-tt", "-q", "-o", out, "-p", strconv.Itoa(pid))
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	sleepCtx(ctx, idleWindow)
-	// SIGINT detaches strace, which then writes its summary.
+	// SIGINT detaches strace.
 	_ = cmd.Process.Signal(os.Interrupt)
 	_ = cmd.Wait()
 	b, err := os.ReadFile(out)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	calls := 0
-	for _, line := range strings.Split(string(b), "\n") {
+	calls, runs := countWaits(b)
+	return float64(calls) / idleWindow.Seconds(), float64(runs) / idleWindow.Seconds(), nil
+}
+
+// countWaits reads strace -f -tt output ("PID HH:MM:SS.micro call(...")
+// and counts the waitCalls begun, and the bursts of system calls.
+func countWaits(b []byte) (calls, bursts int) {
+	var last time.Duration
+	for i, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		// % time, seconds, usecs/call, calls, [errors,] syscall
-		if len(f) < 5 || !waitCalls[f[len(f)-1]] {
+		if len(f) < 3 {
 			continue
 		}
-		n, err := strconv.Atoi(f[3])
+		at, err := time.Parse("15:04:05.000000", f[1])
 		if err != nil {
 			continue
 		}
-		calls += n
+		t := time.Duration(at.Hour())*time.Hour + time.Duration(at.Minute())*time.Minute +
+			time.Duration(at.Second())*time.Second + time.Duration(at.Nanosecond())
+		if i == 0 || t-last > burstGap || t < last {
+			bursts++
+		}
+		last = max(last, t)
+		if name, _, ok := strings.Cut(f[2], "("); ok && waitCalls[name] {
+			calls++
+		}
 	}
-	return float64(calls) / idleWindow.Seconds(), nil
+	return calls, bursts
 }
 
 // cpuTime is the CPU time of every thread of pid, from the nanosecond

@@ -115,9 +115,12 @@ func (r *report) write(w io.Writer) {
 			return "", 0
 		}
 	}
-	row("wakeups per second, sandtop (strace -c -f, 10 s)", none, wake(func(s *sizeResult) float64 { return s.SandtopWake }))
-	row("wakeups per second, htop", none, wake(func(s *sizeResult) float64 { return s.HtopWake }))
-	row("wakeups per second, btop", none, wake(func(s *sizeResult) float64 { return s.BtopWake }))
+	row("blocking waits per second, sandtop (strace -f, 10 s)", none, wake(func(s *sizeResult) float64 { return s.SandtopWake }))
+	row("blocking waits per second, htop", none, wake(func(s *sizeResult) float64 { return s.HtopWake }))
+	row("blocking waits per second, btop", none, wake(func(s *sizeResult) float64 { return s.BtopWake }))
+	row("wake-ups per second (system calls ≥ 100 ms apart), sandtop", target{text: "one per 1 s refresh (≤ 1.15)", max: 1.15}, wake(func(s *sizeResult) float64 { return s.SandtopBursts }))
+	row("wake-ups per second, htop", none, wake(func(s *sizeResult) float64 { return s.HtopBursts }))
+	row("wake-ups per second, btop", none, wake(func(s *sizeResult) float64 { return s.BtopBursts }))
 	row("`sandtop list` wall", none, dur(func(s *sizeResult) time.Duration { return s.List.Wall }))
 	row("`ps -eo pid,ppid,pgid,stat,cgroup,args` wall", none, dur(func(s *sizeResult) time.Duration { return s.PS.Wall }))
 	row("list ÷ ps wall (median of pairs)", target{text: "≤ 0.6× at 3,000+", max: 0.6, from: 3000}, func(s *sizeResult) (string, float64) {
@@ -160,8 +163,9 @@ func (r *report) write(w io.Writer) {
 			return fmt.Sprintf("%.2f× (%s ÷ %s)", q, ms(s.Steady), ms(s.Floor)), 0
 		})
 	fmt.Fprintf(w, "\nTUI CPU: the screens' own CPU time (every thread, /proc/PID/task/*/schedstat) over a %s window in\n"+
-		"slices, side by side in one tmux; the median slice. Wakeups: blocking waits (futex, epoll, nanosleep, poll,\n"+
-		"select) per second, strace -c -f over 10 s of each screen left alone. list and ps: alternating pairs.\n"+
+		"slices, side by side in one tmux; the median slice. Blocking waits (futex, epoll, nanosleep, poll, select)\n"+
+		"per second, strace -f -tt over 10 s of each screen left alone; a wake-up is a run of system calls with\n"+
+		"100 ms of silence before it (one per refresh means none in between). list and ps: alternating pairs.\n"+
 		"Only the last two rows run in process. View ≤ 2 ms is an in-process benchmark: `make bench` (ui).\n", r.window)
 	fmt.Fprintf(w, "Took %s.\n", r.took.Round(time.Second))
 	for _, s := range r.sizes {
