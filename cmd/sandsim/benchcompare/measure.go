@@ -40,10 +40,10 @@ type sizeResult struct {
 	// Bursts are the times per second a screen woke at all: runs of
 	// system calls less than burstGap apart count once.
 	SandtopBursts, HtopBursts, BtopBursts float64
-	TUIRSS, TUIHWM                  int64
-	Kill                            time.Duration
-	Floor, Steady                   time.Duration // in process, CPU
-	FloorWall, SteadyWall           time.Duration
+	TUIRSS, TUIHWM                        int64
+	Kill                                  time.Duration
+	Floor, Steady                         time.Duration // in process, CPU
+	FloorWall, SteadyWall                 time.Duration
 	// Serve is `sandtop serve`'s cost, as measureServe reports it.
 	Serve string
 	Notes []string
