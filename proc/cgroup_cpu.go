@@ -30,9 +30,13 @@ import (
 //     a cgroup seen for the first time is not quiet until its second scan;
 //   - the process must still be in that cgroup: the scanner caches a
 //     process's cgroup (scan_cache.go), and a process moved out of a quiet
-//     cgroup (runtimes move what they start) runs elsewhere, so a quiet
-//     cgroup's cgroup.procs is read too, and a process missing from it is
-//     read afresh, its cgroup with it;
+//     cgroup runs elsewhere. Runtimes move what they start right away, so
+//     the cache reads a process's cgroup again on its second scan
+//     (Scanner.readStatics); a later move is found by reading a quiet
+//     cgroup's cgroup.procs, each cgroup one scan in reuseRounds (the
+//     read costs the kernel more than the process stats it saves, read
+//     every time), and a process missing from it is read afresh, its
+//     cgroup with it;
 //   - a reused stat stands only while its parent (pid and start time) is
 //     still there, else it is read (see pidTable.checkParents);
 //   - each process is read anyway one scan in reuseRounds (a different
@@ -60,9 +64,8 @@ type cgroupCPU struct {
 	fds   *fdBudget
 	files map[string]*cpuFile
 	// quiet is the answer of the last start: the cgroups that did not run
-	// since the start of the scan before, each with its processes' pids,
-	// sorted.
-	quiet map[string][]int
+	// since the start of the scan before.
+	quiet map[string]*cpuFile
 	buf   []byte
 	gen   uint64
 }
@@ -71,8 +74,11 @@ type cpuFile struct {
 	// fd is on cpu.stat, procs on cgroup.procs; both -1 when not held.
 	fd, procs int
 	usage     uint64
-	// members is the last reading of cgroup.procs, reused.
+	// members is this scan's reading of cgroup.procs, sorted, when checked
+	// says it was read (see cgroupCPU.start); round spreads those reads.
 	members []int
+	checked bool
+	round   uint
 	// atStart is set when usage was read at a scan's start, so that the
 	// next start can compare with it (see cgroupCPU.start).
 	atStart bool
@@ -80,13 +86,14 @@ type cpuFile struct {
 }
 
 func newCgroupCPU(dirOf func(string) string, fds *fdBudget) *cgroupCPU {
-	return &cgroupCPU{dirOf: dirOf, fds: fds, files: map[string]*cpuFile{}, quiet: map[string][]int{}, buf: make([]byte, 4096)}
+	return &cgroupCPU{dirOf: dirOf, fds: fds, files: map[string]*cpuFile{}, quiet: map[string]*cpuFile{}, buf: make([]byte, 4096)}
 }
 
 // start reads the usage of every cgroup held and returns those whose usage
-// equals what the previous start read, with the pids in each. The map and
-// its slices are reused by the next call.
-func (c *cgroupCPU) start() map[string][]int {
+// equals what the previous start read; of one in reuseRounds of them, it
+// reads the members too (cpuFile.checked). The map is reused by the next
+// call.
+func (c *cgroupCPU) start() map[string]*cpuFile {
 	clear(c.quiet)
 	for path, f := range c.files {
 		if f.fd < 0 {
@@ -97,8 +104,12 @@ func (c *cgroupCPU) start() map[string][]int {
 			c.drop(path, f)
 			continue
 		}
-		if f.atStart && u == f.usage && c.readMembers(f) {
-			c.quiet[path] = f.members
+		if f.atStart && u == f.usage {
+			f.round++
+			f.checked = f.round%reuseRounds == 0
+			if !f.checked || c.readMembers(f) {
+				c.quiet[path] = f
+			}
 		}
 		f.usage, f.atStart = u, true
 	}
@@ -145,7 +156,7 @@ func (c *cgroupCPU) add(path string) {
 		c.fds.held.Add(-1)
 		return
 	}
-	f := &cpuFile{fd: -1, procs: -1, gen: c.gen}
+	f := &cpuFile{fd: -1, procs: -1, gen: c.gen, round: uint(len(c.files))}
 	c.files[path] = f // when not held, remembered so the next scans do not try again
 	fd, err := openCgroup2(filepath.Join(dir, "cpu.stat"))
 	if err != nil {
@@ -213,4 +224,14 @@ func (c *cgroupCPU) close() {
 	for path, f := range c.files {
 		c.drop(path, f)
 	}
+}
+
+// holds reports whether pid may be taken to be in the cgroup: it is in
+// cgroup.procs when this scan read it, and is believed to be otherwise.
+func (f *cpuFile) holds(pid int) bool {
+	if !f.checked {
+		return true
+	}
+	_, in := slices.BinarySearch(f.members, pid)
+	return in
 }

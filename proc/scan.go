@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -312,11 +311,11 @@ func (s *Scanner) readStats() (kthreadd bool, err error) {
 			if e == nil {
 				return false
 			}
-			members, ok := q[e.cgroup]
+			f, ok := q[e.cgroup]
 			if !ok {
 				return false
 			}
-			if _, in := slices.BinarySearch(members, id.PID); !in {
+			if !f.holds(id.PID) {
 				s.moved = append(s.moved, id)
 				return false
 			}

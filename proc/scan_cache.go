@@ -1,5 +1,7 @@
 package proc
 
+import "time"
+
 // scanCache remembers the static fields of every process a scanner has seen,
 // keyed by identity, so a refresh reads only /proc/PID/stat for a known
 // process (plus the readdir of /proc that finds births and deaths).
@@ -56,6 +58,11 @@ type cacheEntry struct {
 	// seeded marks an entry Seed made with fields unread: the next scan
 	// asks its own Need whether to read them (see Scanner.readStatics).
 	seeded bool
+	// young marks an entry made for a process first seen within
+	// youngAge of its start: its cgroup is read again on its next scan,
+	// since runtimes move what they start into its cgroup right after
+	// fork, and a read before the move would cache the wrong one.
+	young bool
 	// proc is the Process the last scan handed out for this identity, built
 	// from this entry's static fields. The next scan hands out the same
 	// pointer when stat shows nothing new (see sameStat), so an idle process
@@ -63,6 +70,10 @@ type cacheEntry struct {
 	// which is what lets snapshots share it.
 	proc *Process
 }
+
+// youngAge is how soon after its start a process must be first seen for
+// its cgroup to be read again on the next scan (cacheEntry.young).
+const youngAge = 5 * time.Second
 
 func newScanCache() scanCache {
 	return scanCache{entries: map[Identity]*cacheEntry{}}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A cold scan reads five files per process besides stat, and each costs
@@ -38,8 +39,11 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		if e := s.cache.lookup(f.st.identity(), f.st.comm, f.st.startCode); e != nil && !s.argvArrived(f, e) {
 			e.gen = s.gen
 			f.entry = e
-			if e.seeded {
+			switch {
+			case e.seeded:
 				s.readSeeded(f)
+			case e.young:
+				s.readCgroupAgain(f)
 			}
 			continue
 		}
@@ -80,8 +84,10 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		wg.Wait()
 	}
 	s.countReads()
+	bornAfter := uint64(max(0, time.Since(s.bootTime)-youngAge) / (time.Second / userHZ))
 	for _, i := range todo {
 		if f := &s.found[i]; !f.gone {
+			f.entry.young = f.st.start > bornAfter
 			s.strings.internStatic(&f.entry.static)
 			s.cache.store(f.st.identity(), f.entry)
 		}
@@ -107,6 +113,32 @@ func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
 		e.argvLate = false
 	}
 	return arrived
+}
+
+// readCgroupAgain reads the cgroup of a young entry's process once more
+// (see cacheEntry.young), on the scanning goroutine, and takes it when it
+// moved.
+func (s *Scanner) readCgroupAgain(f *statRead) {
+	e := f.entry
+	e.young = false
+	if len(s.readers) == 0 {
+		s.readers = append(s.readers, newStaticReader())
+	}
+	r := s.readers[0]
+	r.begin(s.root, f.st.pid)
+	r.n.cgroup++
+	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
+	if err != nil {
+		return
+	}
+	v2, freezer, err := parseCgroupPaths(b, s.mounts)
+	if err != nil || v2 == e.cgroup && freezer == e.freezer {
+		return
+	}
+	sf := e.static
+	sf.cgroup, sf.freezer = v2, freezer
+	s.strings.internStatic(&sf)
+	e.static, e.proc = sf, nil
 }
 
 // countReads adds up what the readers read.
