@@ -63,9 +63,9 @@ type Options struct {
 // process by identity (see scan_cache.go) and keeps a descriptor open on
 // every live process's stat file and every cgroup's state file (see
 // pid_table.go and cgroup_files.go; none with Options.OneShot), so keep
-// one scanner per refresh loop, and Close it. Its methods may be called from several goroutines; scans
-// are serialised, and a scan reads with up to one goroutine per core (at
-// most four).
+// one scanner per refresh loop, and Close it. Its methods may be called
+// from several goroutines; scans are serialised, and a scan reads with up
+// to one goroutine per core (at most four).
 type Scanner struct {
 	root     string
 	mounts   Mounts
