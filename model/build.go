@@ -2,8 +2,10 @@ package model
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sandtop/sandtop/proc"
 )
@@ -45,6 +47,12 @@ type Builder struct {
 	// workers: the same argv in the same cgroup), so each set is matched
 	// once.
 	alike map[alikeKey]alikeMatch
+	// pre holds, during a one-off Build, the match of each process of
+	// preProcs (the snapshot) by its position (see prematch); preIx finds
+	// the position.
+	pre      []alikeMatch
+	preProcs []*proc.Process
+	preIx    *pidIndex
 }
 
 type alikeMatch struct {
@@ -139,7 +147,50 @@ func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
 	return b.Build(snap, prev)
 }
 
+// prematch matches every process of a one-off Build before grouping
+// starts, spread over up to four goroutines for a large snapshot, so that
+// the grouping passes (which ask about each process up to five times)
+// find each match by its position in the snapshot.
+func (b *Builder) prematch(procs []*proc.Process, ix *pidIndex) {
+	b.pre, b.preProcs, b.preIx = make([]alikeMatch, len(procs)), procs, ix
+	work := func(part []*proc.Process, out []alikeMatch, memo map[alikeKey]alikeMatch) {
+		for i, p := range part {
+			k := alikeOf(p)
+			a, ok := memo[k]
+			if !ok {
+				a.match, a.ok = b.rules.Match(p)
+				memo[k] = a
+			}
+			out[i] = a
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4, max(1, len(procs)/prematchPerWorker))
+	if workers == 1 {
+		work(procs, b.pre, b.alike)
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(procs) + workers - 1) / workers
+	for w := range workers {
+		from, to := min(w*per, len(procs)), min((w+1)*per, len(procs))
+		wg.Go(func() { work(procs[from:to], b.pre[from:to], map[alikeKey]alikeMatch{}) })
+	}
+	wg.Wait()
+}
+
+// prematchPerWorker is the fewest processes for which prematch starts
+// another goroutine. A variable so that a test can run the parallel path
+// on a small snapshot.
+var prematchPerWorker = 1000
+
 func (b *Builder) match(p *proc.Process) (Match, bool) {
+	if b.pre != nil {
+		// A process of another snapshot (the previous view's) is matched
+		// below like any other.
+		if i := b.preIx.of(p.PID); i >= 0 && b.preProcs[i] == p {
+			return b.pre[i].match, b.pre[i].ok
+		}
+	}
 	if b.alike != nil {
 		k := alikeOf(p)
 		if a, ok := b.alike[k]; ok {
@@ -254,6 +305,10 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 			groups:  map[int]string{},
 			cgroups: [2]map[string]struct{}{{}, {}},
 		},
+	}
+	if b.alike != nil {
+		b.prematch(snap.Procs, &sc.ix)
+		defer func() { b.pre, b.preProcs, b.preIx = nil, nil, nil }()
 	}
 	w.attributeByRule()
 	w.foldUnqualified()

@@ -661,6 +661,13 @@ func TestBuildMatchesAlikeOnce(t *testing.T) {
 	if g, w := dumpView(got), dumpView(want); g != w {
 		t.Fatalf("Build:\n%s\nBuilder:\n%s", g, w)
 	}
+	// The same with the matching spread over goroutines, two processes
+	// each.
+	defer func(n int) { prematchPerWorker = n }(prematchPerWorker)
+	prematchPerWorker = 2
+	if g, w := dumpView(Build(s, rules, nil)), dumpView(want); g != w {
+		t.Fatalf("Build, matching in parallel:\n%s\nBuilder:\n%s", g, w)
+	}
 	in := func(pid int) string {
 		if sb := got.SandboxOf(s.ByPID[pid].ID()); sb != nil {
 			return sb.Key()
