@@ -48,6 +48,20 @@ func reusedPID(s *Scanner, pid int) bool {
 	return false
 }
 
+// reusingScanner moves pid into the cgroup dir and returns a scanner that
+// has just reused its stat.
+func reusingScanner(t *testing.T, dir string, pid int) *Scanner {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid))
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	scanUntilReused(t, s, pid)
+	return s
+}
+
 // scanUntilReused scans until the stat of pid is reused (its cgroup is
 // quiet for two scan starts, and the round that reads it anyway is not
 // this one), and fails after 20 scans.
@@ -82,14 +96,7 @@ func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 		}
 	})
 	pid := cmd.Process.Pid
-	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid))
-
-	s, err := NewScanner(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	scanUntilReused(t, s, pid)
+	s := reusingScanner(t, dir, pid)
 	if s.reads.stat >= len(s.pids.slots) {
 		t.Errorf("a scan that reused a stat counted %d stat reads for %d processes", s.reads.stat, len(s.pids.slots))
 	}
@@ -180,14 +187,7 @@ func TestScanReusedStatFollowsReparenting(t *testing.T) {
 		_, _ = unix.Wait4(child, &ws, 0, nil)
 		unix.Close(pidfd)
 	})
-	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(child))
-
-	s, err := NewScanner(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	scanUntilReused(t, s, child)
+	s := reusingScanner(t, dir, child)
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -105,10 +105,7 @@ func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
 	if !e.argvLate || f.st.state == 'Z' || f.st.state == 'X' {
 		return false
 	}
-	if len(s.readers) == 0 {
-		s.readers = append(s.readers, newStaticReader())
-	}
-	arrived, err := s.readers[0].argvArrived(s.root, f.st.pid)
+	arrived, err := s.mainReader().argvArrived(s.root, f.st.pid)
 	if err != nil {
 		e.argvLate = false
 	}
@@ -121,10 +118,7 @@ func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
 func (s *Scanner) readCgroupAgain(f *statRead) {
 	e := f.entry
 	e.young = false
-	if len(s.readers) == 0 {
-		s.readers = append(s.readers, newStaticReader())
-	}
-	r := s.readers[0]
+	r := s.mainReader()
 	r.begin(s.root, f.st.pid)
 	r.n.cgroup++
 	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
@@ -139,6 +133,15 @@ func (s *Scanner) readCgroupAgain(f *statRead) {
 	sf.cgroup, sf.freezer = v2, freezer
 	s.strings.internStatic(&sf)
 	e.static, e.proc = sf, nil
+}
+
+// mainReader is the reader of the scanning goroutine, for the few reads
+// made outside the parallel pass.
+func (s *Scanner) mainReader() *staticReader {
+	if len(s.readers) == 0 {
+		s.readers = append(s.readers, newStaticReader())
+	}
+	return s.readers[0]
 }
 
 // countReads adds up what the readers read.
@@ -156,10 +159,7 @@ func (s *Scanner) countReads() {
 func (s *Scanner) readSeeded(f *statRead) {
 	e := f.entry
 	e.seeded = false
-	if len(s.readers) == 0 {
-		s.readers = append(s.readers, newStaticReader())
-	}
-	r := s.readers[0]
+	r := s.mainReader()
 	sf := e.static
 	r.begin(s.root, f.st.pid)
 	r.details(&f.st, &sf, s.need)
