@@ -2,25 +2,36 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
 
-func TestLongRunningRespectsGOGC(t *testing.T) {
+func TestHeapTuner(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 
 	t.Setenv("GOGC", "100")
-	longRunning()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("with GOGC set, the collector's target became %d", got)
+	if h := longRunning(); h != nil {
+		t.Errorf("with GOGC set, a tuner: %+v", h)
 	}
-	// t.Setenv cannot unset; LookupEnv is what longRunning asks.
 	unsetenv(t, "GOGC")
-	longRunning()
-	if got := debug.SetGCPercent(100); got != longRunGOGC {
-		t.Errorf("without GOGC, the collector's target is %d, want %d", got, longRunGOGC)
+	h := longRunning()
+	runtime.GC()
+	h.refreshed()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with a small live heap, the collector's target is %d, want 100", got)
 	}
+	big := make([][]byte, 0, 32)
+	for range 24 {
+		big = append(big, make([]byte, 1<<20))
+	}
+	runtime.GC()
+	h.refreshed()
+	if got := debug.SetGCPercent(100); got != longRunGOGC {
+		t.Errorf("with a live heap over %d MiB, the collector's target is %d, want %d", bigHeap>>20, got, longRunGOGC)
+	}
+	runtime.KeepAlive(big)
 }
 
 // unsetenv removes an environment variable for the rest of the test.

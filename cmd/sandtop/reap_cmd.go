@@ -100,7 +100,6 @@ lets a running teardown finish, then exits.`,
 }
 
 func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer) error {
-	longRunning()
 	cfg, err := o.config()
 	if err != nil {
 		return usageErr(err)

@@ -157,7 +157,6 @@ func (r *newRecording) close(stopped string) (frames int, size int64, err error)
 }
 
 func runRecord(cmd *cobra.Command, g *globals, o *recordOpts) error {
-	longRunning()
 	if err := o.check(); err != nil {
 		return err
 	}
@@ -210,11 +209,13 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rec *newRecording, o *rec
 		defer t.Stop()
 		deadline = t.C
 	}
+	heap := longRunning()
 	for {
 		snap, err := sc.Scan()
 		if err != nil {
 			return "scan failed", fmt.Errorf("scan: %w", err)
 		}
+		heap.refreshed()
 		switch err := rec.write(snap); {
 		case errors.Is(err, recording.ErrMaxSize) && rec.w.Frames() == 0:
 			return "no snapshot fits --max-size", usageErr(fmt.Errorf("--max-size %s is smaller than one snapshot of this host", o.maxSize.String()))

@@ -61,7 +61,6 @@ unless --listen says otherwise. Runs until SIGINT or SIGTERM.`,
 }
 
 func runServe(ctx context.Context, g *globals, o *serveOpts, errOut io.Writer) error {
-	longRunning()
 	if o.interval < 100*time.Millisecond {
 		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
 	}

@@ -94,7 +94,6 @@ func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui
 }
 
 func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
-	longRunning()
 	if o.interval < 100*time.Millisecond {
 		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
 	}

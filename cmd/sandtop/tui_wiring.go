@@ -22,12 +22,13 @@ type scanSource struct {
 	b    *model.Builder
 	lo   *hostview.Finder
 	prev *model.View
+	heap *heapTuner
 }
 
 // newScanSource groups the scanner's snapshots with rules. The caller owns
 // the scanner and closes it.
 func newScanSource(sc *proc.Scanner, rules model.Rules) *scanSource {
-	return &scanSource{sc: sc, b: model.NewBuilder(rules), lo: hostview.NewFinder(model.NewLeftovers(rules), 0)}
+	return &scanSource{sc: sc, b: model.NewBuilder(rules), lo: hostview.NewFinder(model.NewLeftovers(rules), 0), heap: longRunning()}
 }
 
 // Scan reads the host once and groups it.
@@ -41,6 +42,7 @@ func (s *scanSource) Scan() (*model.View, error) {
 	// What the leftover search could not read stays out of the view; the
 	// rest of it is still worth showing.
 	s.prev, _ = s.lo.Add(s.b.Build(snap, s.prev))
+	s.heap.refreshed()
 	return s.prev, nil
 }
 
