@@ -84,17 +84,7 @@ func scanUntilReused(t *testing.T, s *Scanner, pid int) {
 // exit) shows by the next scan or the one after.
 func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 	dir := quietCgroup(t, "state")
-	cmd := exec.Command("sleep", "300")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	t.Cleanup(func() {
-		if !done {
-			_ = cmd.Process.Kill() // our own child, by its handle
-			_ = cmd.Wait()
-		}
-	})
+	cmd := startSleep(t)
 	pid := cmd.Process.Pid
 	s := reusingScanner(t, dir, pid)
 	if s.reads.stat >= len(s.pids.slots) {
@@ -141,7 +131,6 @@ func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'Z' })
 	state('Z')
 	_ = cmd.Wait()
-	done = true
 	state('-')
 }
 
@@ -258,14 +247,7 @@ func TestScanProbesNewPIDs(t *testing.T) {
 	}
 	started.Wait()
 	defer close(release)
-	cmd := exec.Command("sleep", "300")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // our own child, by its handle
-		_ = cmd.Wait()
-	})
+	cmd := startSleep(t)
 	snap, err := s.Scan()
 	if err != nil {
 		t.Fatal(err)
@@ -310,15 +292,7 @@ func TestScanProbesNewPIDs(t *testing.T) {
 // new cgroup.
 func TestScanNoticesMoveOutOfQuietCgroup(t *testing.T) {
 	from, to := quietCgroup(t, "from"), quietCgroup(t, "to")
-	cmd := exec.Command("sleep", "300")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // our own child, by its handle
-		_ = cmd.Wait()
-	})
-	pid := cmd.Process.Pid
+	pid := startSleep(t).Process.Pid
 	s, err := NewScanner(Options{})
 	if err != nil {
 		t.Fatal(err)
