@@ -81,17 +81,13 @@ func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, nee
 		// A zombie has released its memory and files: cmdline reads empty and
 		// exe/cwd do not resolve (ENOENT), which would look like a vanished
 		// process. Skip them rather than mistake the one for the other.
-		r.n.cmdline++
-		b, err := readFileInto(r.path("cmdline"), &r.buf, maxCmdline, true)
+		var err error
+		sf.argv, err = r.readArgv()
 		r.note(&sf, err)
-		sf.argv = parseCmdline(b)
 		sf.argvLate = err == nil && sf.argv == nil
 	}
-	r.n.cgroup++
-	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
-	if err == nil {
-		sf.cgroup, sf.freezer, err = parseCgroupPaths(b, m)
-	}
+	var err error
+	sf.cgroup, sf.freezer, err = r.readCgroups(m)
 	r.note(&sf, err)
 	sf.unread = AllFields
 	r.details(st, &sf, need)
@@ -159,15 +155,22 @@ func (r *staticReader) note(sf *static, err error) {
 	}
 }
 
-// argvArrived reads cmdline again for an entry whose argv was read empty
-// (static.argvLate), and reports whether it now holds arguments. err is
-// the read's: a process whose cmdline cannot be read is in no execve
-// window, and a vanished one is the stat pass's to notice.
-func (r *staticReader) argvArrived(root string, pid int) (bool, error) {
-	r.begin(root, pid)
+// readArgv reads the argv of the process being read (see begin).
+func (r *staticReader) readArgv() ([]string, error) {
 	r.n.cmdline++
 	b, err := readFileInto(r.path("cmdline"), &r.buf, maxCmdline, true)
-	return err == nil && len(bytes.TrimRight(b, "\x00")) > 0, err
+	return parseCmdline(b), err
+}
+
+// readCgroups reads the v2 cgroup and v1 freezer paths of the process
+// being read.
+func (r *staticReader) readCgroups(m Mounts) (v2, freezer string, err error) {
+	r.n.cgroup++
+	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
+	if err != nil {
+		return "", "", err
+	}
+	return parseCgroupPaths(b, m)
 }
 
 // sameProcess reads stat again after a file went missing: true when the

@@ -105,11 +105,15 @@ func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
 	if !e.argvLate || f.st.state == 'Z' || f.st.state == 'X' {
 		return false
 	}
-	arrived, err := s.mainReader().argvArrived(s.root, f.st.pid)
+	r := s.mainReader()
+	r.begin(s.root, f.st.pid)
+	argv, err := r.readArgv()
 	if err != nil {
+		// A process whose cmdline cannot be read is in no execve window;
+		// a vanished one is the stat pass's to notice.
 		e.argvLate = false
 	}
-	return arrived
+	return argv != nil
 }
 
 // readCgroupAgain reads the cgroup of a young entry's process once more
@@ -120,12 +124,7 @@ func (s *Scanner) readCgroupAgain(f *statRead) {
 	e.young = false
 	r := s.mainReader()
 	r.begin(s.root, f.st.pid)
-	r.n.cgroup++
-	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
-	if err != nil {
-		return
-	}
-	v2, freezer, err := parseCgroupPaths(b, s.mounts)
+	v2, freezer, err := r.readCgroups(s.mounts)
 	if err != nil || v2 == e.cgroup && freezer == e.freezer {
 		return
 	}
