@@ -55,7 +55,12 @@ func NewFinder(lo *model.Leftovers, rewalk time.Duration) *Finder {
 // Add is WithLeftovers(lo, v), walking the cgroup hierarchy only when it
 // must (see Finder).
 func (f *Finder) Add(v *model.View) (*model.View, error) {
-	globs, paths, gerr := globLeftovers(f.lo, v)
+	globs := f.lo.Globs(v)
+	patterns := make([]string, len(globs))
+	for i, g := range globs {
+		patterns[i] = g.Pattern
+	}
+	paths, gerr := proc.Glob(patterns)
 	var cgroups []proc.CgroupDir
 	var cerr error
 	if len(f.lo.CgroupRules()) > 0 {
