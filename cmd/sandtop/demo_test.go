@@ -41,19 +41,12 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 			// so the test can name the one process it may SIGKILL.
 			pidFile := filepath.Join(dir, "pid")
 			script := "echo $$ > " + pidFile + "; exec " + bin + " demo --manifest " + manifest
-			// A private tmux server, started by (and so re-parented to) this
-			// test, which is a child subreaper: whatever the demo strands
-			// comes back here to be reaped, not to a PID 1 that does not reap.
-			// Its socket is in the test's directory (-S): none outlives it.
-			sock := "-S" + filepath.Join(dir, "tmux")
-			tmux := func(args ...string) {
-				t.Helper()
-				if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {
-					t.Fatalf("tmux %v: %v\n%s", args, err, out)
-				}
-			}
+			// A private tmux server: whatever the demo strands comes back
+			// to this test to be reaped, not to a PID 1 that does not reap.
+			tm := newTmux(t, dir)
+			sock := tm.sock
+			tmux := func(args ...string) { t.Helper(); tm.run(args...) }
 			tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "35", script)
-			t.Cleanup(func() { exec.Command("tmux", sock, "kill-server").Run() })
 
 			m := waitManifest(t, manifest)
 			// "row 1 of" is the live screen's with its rows, never the

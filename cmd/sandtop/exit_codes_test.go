@@ -148,20 +148,15 @@ func TestExitCodesLive(t *testing.T) {
 		dir := t.TempDir()
 		code := filepath.Join(dir, "code")
 		session := "sandtop-cancel-" + strconv.Itoa(os.Getpid())
-		sock := "-S" + filepath.Join(dir, "tmux") // gone with the test's directory
+		tm := newTmux(t, dir)
 		script := bin + " kill --audit-log " + filepath.Join(dir, "audit.jsonl") + " " + sb.ID + "; echo $? > " + code + "; sleep 60"
-		if out, err := exec.Command("tmux", sock, "new-session", "-d", "-s", session, "-x", "120", "-y", "40", script).CombinedOutput(); err != nil {
-			t.Fatalf("tmux: %v\n%s", err, out)
-		}
-		t.Cleanup(func() { _ = exec.Command("tmux", sock, "kill-server").Run() })
-		screen := waitScreen(t, sock, session, "[y/N]")
+		tm.run("new-session", "-d", "-s", session, "-x", "120", "-y", "40", script)
+		screen := waitScreen(t, tm.sock, session, "[y/N]")
 		if !strings.Contains(screen, "Tear down 1 target, 3 processes?") {
 			t.Errorf("prompt:\n%s", screen)
 		}
-		if out, err := exec.Command("tmux", sock, "send-keys", "-t", session, "n", "Enter").CombinedOutput(); err != nil {
-			t.Fatalf("tmux: %v\n%s", err, out)
-		}
-		screen = waitScreen(t, sock, session, "cancelled")
+		tm.run("send-keys", "-t", session, "n", "Enter")
+		screen = waitScreen(t, tm.sock, session, "cancelled")
 		deadline := time.Now().Add(10 * time.Second)
 		var b []byte
 		for time.Now().Before(deadline) {

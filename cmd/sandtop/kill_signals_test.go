@@ -156,16 +156,11 @@ func TestTUIFinishesTeardownWhenTerminalCloses(t *testing.T) {
 	dir := t.TempDir()
 	audit, pidFile := filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "pid")
 	session := "sandtop-hup-" + strconv.Itoa(os.Getpid())
-	sock := "-S" + filepath.Join(dir, "tmux") // gone with the test's directory
-	tmux := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-	}
+	tm := newTmux(t, dir)
+	sock := tm.sock
+	tmux := func(args ...string) { t.Helper(); tm.run(args...) }
 	script := "echo $$ > " + pidFile + "; exec " + bin + " --grace 3s --audit-log " + audit
 	tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "40", script)
-	t.Cleanup(func() { _ = exec.Command("tmux", sock, "kill-server").Run() })
 	// "1 sandbox" on a quiet host, "N sandboxes" while other fleets run.
 	waitScreen(t, sock, session, " sandbox")
 	pid := readPID(t, pidFile)

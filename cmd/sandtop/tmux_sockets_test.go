@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,4 +31,33 @@ func TestNoTestLeavesTmuxSockets(t *testing.T) {
 			t.Errorf("%s starts tmux with -L: use -S and a socket in t.TempDir()", f)
 		}
 	}
+}
+
+// tmuxServer is a private tmux server for one test. Its socket lives in a
+// directory of the test's (-S), so none outlives it, and the server is
+// killed at the end. A server the test starts is its child, so whatever
+// it strands comes back to the test (a child subreaper) to be reaped.
+type tmuxServer struct {
+	t *testing.T
+	// sock is the -S option, as tmux and waitScreen take it.
+	sock string
+}
+
+// newTmux names a tmux server with its socket in dir; the first command
+// starts it.
+func newTmux(t *testing.T, dir string) *tmuxServer {
+	s := &tmuxServer{t: t, sock: "-S" + filepath.Join(dir, "tmux")}
+	t.Cleanup(func() { _ = exec.Command("tmux", s.sock, "kill-server").Run() })
+	return s
+}
+
+// run runs one tmux command and returns its output; a failure fails the
+// test.
+func (s *tmuxServer) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{s.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }

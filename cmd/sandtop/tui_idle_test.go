@@ -26,19 +26,11 @@ func TestTUIIdleDoesNotWake(t *testing.T) {
 		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
 	}
 	bin := sandtopBinary(t)
-	sock := "-S" + filepath.Join(t.TempDir(), "tmux") // no socket outlives the test
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	tm := newTmux(t, t.TempDir())
+	sock, tmux := tm.sock, tm.run
 	// A 30 s interval: the whole measurement falls between the first scan
 	// and the next refresh.
 	tmux("new-session", "-d", "-s", "idle", "-x", "120", "-y", "40", "exec "+bin+" watch --interval 30s")
-	t.Cleanup(func() { _ = exec.Command("tmux", sock, "kill-server").Run() })
 	pid, err := strconv.Atoi(strings.TrimSpace(tmux("list-panes", "-t", "idle", "-F", "#{pane_pid}")))
 	if err != nil {
 		t.Fatal(err)
