@@ -152,6 +152,9 @@ type Sandbox struct {
 	supOrphan bool
 	socket    string
 	rules     []*Rule
+	// varsShared is set while Vars is a match's map, which sb must not
+	// write (see build.addVars).
+	varsShared bool
 }
 
 // Member is one process of a sandbox.
