@@ -755,11 +755,24 @@ func (w *build) attributeSticky() {
 		return
 	}
 	joined := false
+	// Both snapshots are in pid order: walk them side by side rather than
+	// look each process up in the previous one.
+	var olds []*proc.Process
+	if w.prev.Snapshot != nil {
+		olds = w.prev.Snapshot.Procs
+	}
+	j := 0
 	for i, p := range w.snap.Procs {
 		if w.owner[i] != nil || w.excluded(p) {
 			continue
 		}
-		old := w.prev.SandboxOf(p.ID())
+		for j < len(olds) && olds[j].PID < p.PID {
+			j++
+		}
+		if j == len(olds) || olds[j].PID != p.PID || olds[j].Start != p.Start {
+			continue
+		}
+		old := w.prev.sandboxAt(j)
 		if old == nil {
 			continue
 		}
