@@ -166,7 +166,6 @@ type Sandbox struct {
 // Member is one process of a sandbox.
 type Member struct {
 	*proc.Process
-	Via Via
 	// MatchedBy names the matcher of the rule that recognised this very
 	// process (Via == ViaRule): "argv", "cgroup", …
 	MatchedBy string
@@ -174,6 +173,10 @@ type Member struct {
 	Depth    int
 	Parent   *Member
 	Children []*Member
+	// Via says why the process is in the sandbox. It and Orphan sit next
+	// to ord and sb, with which they fill one word (there is a Member per
+	// process).
+	Via Via
 	// Orphan marks a member re-parented away from its tree.
 	Orphan bool
 
