@@ -69,7 +69,7 @@ const unixPathMax = 4096
 // old kernel). A second read of stat tells them apart: if the same identity
 // is still there, the file was missing and the field stays empty.
 func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, need func(*Process) Fields) (static, bool) {
-	sf := static{comm: st.comm, startCode: st.startCode, uid: -1}
+	sf := static{uid: -1}
 	if kernel {
 		// Kernel threads have no argv, exe, cwd or cgroup of interest, and run
 		// as root in the initial namespaces, so status is not worth a read.

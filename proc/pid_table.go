@@ -74,11 +74,12 @@ type pidSlot struct {
 	// comm is the last task name read, handed back to parseStat so that an
 	// unchanged name costs no allocation.
 	comm string
-	// last is the stat last read, and parentStart the start time its
-	// parent had then: what a scan may reuse instead of reading (see
-	// cgroup_cpu.go). have says last holds a read; reuse that this scan
-	// reuses it.
-	last        pidStat
+	// parentStart is the start time the parent had when the stat was last
+	// read: a reused stat (see cgroup_cpu.go) is only as good as the
+	// parent it names. have says the slot was read before; reuse that
+	// this scan reuses its last stat, which the scanner keeps (the
+	// slot does not: a copy here was 100 bytes a process, twice over
+	// with the spare slice).
 	parentStart uint64
 	have, reuse bool
 }
@@ -150,14 +151,15 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 // pid; an entry whose pid could not be read is marked gone. It counts the
 // stats read in n, and reads with up to workers goroutines. quiet, when
 // not nil, names the identities whose stat may be reused from the last
-// scan (their cgroup did not run since; see cgroup_cpu.go).
+// scan (their cgroup did not run since; see cgroup_cpu.go), and sets that
+// stat.
 //
 // The work is in three passes: matching the listing against the last
 // scan's pids (departed ones lose their descriptor at once), reading every
 // stat, and settling the results. Only the reads, ~95% of a steady refresh
 // and all of it kernel time (pread regenerates the stat text), run in
 // parallel: each goroutine reads its own slots into its own buffer.
-func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity) bool) ([]statRead, error) {
+func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity, *pidStat) bool) ([]statRead, error) {
 	var pids []int
 	none := t.births.none()
 	from, to, probe := t.births.span()
@@ -211,20 +213,22 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	clear(old) // drop the comm strings
 	t.slots, t.next = t.next, old[:0]
 	t.scans++
+
+	first := len(found)
+	found = slices.Grow(found, len(t.slots))[:first+len(t.slots)]
+	reads := found[first:]
 	reused := 0
 	for k := range t.slots {
 		sl := &t.slots[k]
+		reads[k] = statRead{}
 		sl.reuse = quiet != nil && sl.have && (uint(sl.pid)+t.scans)%reuseRounds != 0 &&
-			sl.last.state != 'Z' && sl.last.state != 'X' && quiet(sl.last.identity())
+			quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st)
 		if sl.reuse {
 			reused++
 		}
 	}
 	n.stat += len(t.slots) - reused
 
-	first := len(found)
-	found = slices.Grow(found, len(t.slots))[:first+len(t.slots)]
-	reads := found[first:]
 	results := t.readAll(reads, workers)
 	if reused > 0 {
 		n.stat += t.checkParents(reads, results)
@@ -243,9 +247,8 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 			r.gone = true
 			continue
 		}
-		slot.start, slot.comm = r.st.start, r.st.comm
+		slot.start, slot.comm, slot.have = r.st.start, r.st.comm, true
 		if !slot.reuse {
-			slot.last, slot.have = r.st, true
 			slot.parentStart = t.startOf(reads, results, r.st.ppid)
 		}
 		kept = append(kept, slot)
@@ -286,7 +289,8 @@ func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 		if !sl.reuse {
 			continue
 		}
-		if j := t.indexOf(sl.last.ppid); sl.last.ppid == 0 || j >= 0 && results[j] == readOK &&
+		ppid := reads[k].st.ppid
+		if j := t.indexOf(ppid); ppid == 0 || j >= 0 && results[j] == readOK &&
 			reads[j].st.start == sl.parentStart && reads[j].st.state != 'Z' && reads[j].st.state != 'X' {
 			continue
 		}
@@ -335,9 +339,8 @@ func (t *pidTable) readAll(reads []statRead, workers int) []readResult {
 	results := t.results(len(t.slots))
 	work := func(buf []byte, from, to int) {
 		for k := from; k < to; k++ {
-			reads[k] = statRead{}
-			if sl := &t.slots[k]; sl.reuse {
-				reads[k].st, results[k] = sl.last, readOK
+			if t.slots[k].reuse {
+				results[k] = readOK // reads[k] holds the reused stat
 				continue
 			}
 			results[k] = t.read(&t.slots[k], &reads[k].st, buf)
