@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -324,4 +325,28 @@ func TestScanNoticesMoveOutOfQuietCgroup(t *testing.T) {
 		}
 	}
 	t.Fatalf("moved out of a quiet cgroup: still not in %s after %d scans", want, reuseRounds+1)
+}
+
+// TestStatOfRebuildsTheProcess checks that the stat a reuse rebuilds from a
+// Process (statOf) makes that same Process again, for every process of the
+// live host: a field statOf forgot would hand a reused process a zero.
+func TestStatOfRebuildsTheProcess(t *testing.T) {
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	snap, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range snap.Procs {
+		st := statOf(p, 0, snap.PageSize)
+		var again Process
+		setStatic(&again, new(staticOf(p)))
+		setStat(&again, &st, p.Kernel, snap.PageSize)
+		if !sameStat(p, &st, p.Kernel, snap.PageSize) || !reflect.DeepEqual(&again, p) {
+			t.Fatalf("pid %d: rebuilt as %+v, was %+v", p.PID, again, *p)
+		}
+	}
 }
