@@ -135,10 +135,16 @@ type pidTable struct {
 	scans, listed uint
 	// statusBuf is the buffer of isLeader.
 	statusBuf []byte
-	// bufs are the stat buffers, one per reading goroutine; resultBuf
+	// bufs are the buffers of the reading goroutines, one each; resultBuf
 	// holds the results of the reads.
-	bufs      [][]byte
+	bufs      []*statBuf
 	resultBuf []readResult
+}
+
+// statBuf is what one goroutine reads stat files with: the file's bytes,
+// and the path of one it opens.
+type statBuf struct {
+	data, path []byte
 }
 
 func newPIDTable(root string, fds *fdBudget) pidTable {
@@ -334,10 +340,10 @@ func (t *pidTable) indexOf(pid int) int {
 func (t *pidTable) readAll(reads []statRead, workers int) []readResult {
 	workers = max(1, min(workers, len(t.slots)/minStatsPerWorker))
 	for len(t.bufs) < workers {
-		t.bufs = append(t.bufs, make([]byte, statBufSize))
+		t.bufs = append(t.bufs, &statBuf{data: make([]byte, statBufSize)})
 	}
 	results := t.results(len(t.slots))
-	work := func(buf []byte, from, to int) {
+	work := func(buf *statBuf, from, to int) {
 		for k := from; k < to; k++ {
 			if t.slots[k].reuse {
 				results[k] = readOK // reads[k] holds the reused stat
@@ -374,7 +380,7 @@ func (t *pidTable) results(n int) []readResult {
 // and holds the new descriptor when the budget allows. It may run on
 // several goroutines at once, each with its own slots and buffer. The pid
 // is the directory's, as procfs has it.
-func (t *pidTable) read(slot *pidSlot, out *pidStat, buf []byte) readResult {
+func (t *pidTable) read(slot *pidSlot, out *pidStat, buf *statBuf) readResult {
 	// The last comm read is handed to parseStat, which keeps it when the
 	// name did not change: no allocation per process per refresh.
 	st := procfs.ProcStat{Comm: slot.comm}
@@ -386,11 +392,11 @@ func (t *pidTable) read(slot *pidSlot, out *pidStat, buf []byte) readResult {
 	return res
 }
 
-func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf []byte) readResult {
+func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf *statBuf) readResult {
 	if slot.fd >= 0 {
-		n, err := preadOnce(slot.fd, buf)
+		n, err := preadOnce(slot.fd, buf.data)
 		if err == nil {
-			err = parseStatBytes(t.root, buf[:n], st)
+			err = parseStatBytes(buf.data[:n], st)
 		}
 		if err == nil && st.Starttime == slot.start {
 			return readOK
@@ -400,17 +406,18 @@ func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf []byte) read
 		// time that moved, also ends our trust in the descriptor.
 		t.release(slot)
 	}
-	path := statPath(t.root, slot.pid)
-	fd, err := openRead(path)
+	path := appendStatPath(buf.path, t.root, slot.pid)
+	buf.path = path
+	fd, err := openReadC(path)
 	switch {
 	case errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE):
 		return readNoFDs
 	case err != nil:
 		return readFailed
 	}
-	n, err := readOnce(fd, buf)
+	n, err := readOnce(fd, buf.data)
 	if err == nil {
-		err = parseStatBytes(path, buf[:n], st)
+		err = parseStatBytes(buf.data[:n], st)
 	}
 	if err != nil {
 		unix.Close(fd)

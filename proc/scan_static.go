@@ -99,6 +99,9 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		}
 	}
 	s.strings.trim(s.cache.len())
+	for _, r := range s.readers {
+		r.strings.trim(s.cache.len())
+	}
 }
 
 // argvArrived reports whether the cached entry e for f was made with an
@@ -200,6 +203,15 @@ func (in *interner) intern(s string) string {
 	}
 	in.m[s] = s
 	return s
+}
+
+// internBytes is intern for bytes: only a string not seen before is
+// allocated.
+func (in *interner) internBytes(b []byte) string {
+	if t, ok := in.m[string(b)]; ok || len(b) == 0 {
+		return t
+	}
+	return in.intern(string(b))
 }
 
 func (in *interner) internStatic(sf *static) {
