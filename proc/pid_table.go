@@ -227,10 +227,16 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	for k := range t.slots {
 		sl := &t.slots[k]
 		reads[k] = statRead{}
-		sl.reuse = quiet != nil && sl.have && (uint(sl.pid)+t.scans)%reuseRounds != 0 &&
-			quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st)
+		// quiet is asked even in the scan that reads this process anyway:
+		// it is also what finds a process that left its cgroup, in the
+		// one scan of reuseRounds that checks the cgroup's members, which
+		// may be this one.
+		sl.reuse = quiet != nil && sl.have && quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st) &&
+			(uint(sl.pid)+t.scans)%reuseRounds != 0
 		if sl.reuse {
 			reused++
+		} else {
+			reads[k].st = pidStat{}
 		}
 	}
 	n.stat += len(t.slots) - reused
