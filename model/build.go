@@ -27,8 +27,13 @@ type Builder struct {
 	// rooted holds the runtimes (rule names) that have a rule for a
 	// process of their own, not only for a cgroup: a sandbox of theirs
 	// that only a cgroup names has lost that process.
-	rooted  map[string]bool
-	matches map[proc.Identity]*matchMemo
+	rooted map[string]bool
+	// memos, during a full Build, holds the match memo of each process of
+	// the snapshot by position (see matchMemo); between Builds it lives in
+	// last, aligned with last.snap.
+	memos []matchMemo
+	// shared holds the matches the memos point at (see sharedMatch).
+	shared map[sharedKey]*sharedMatch
 	// claimed remembers build.claims, which runs the rules' cgroup regexps
 	// on a sandbox's cgroups: the same few questions every refresh.
 	claimed map[claimKey]*claimMemo
@@ -53,6 +58,8 @@ type Builder struct {
 	pre      []alikeMatch
 	preProcs []*proc.Process
 	preIx    *pidIndex
+	// memoProcs is the snapshot memos is aligned with.
+	memoProcs []*proc.Process
 }
 
 type alikeMatch struct {
@@ -87,15 +94,40 @@ type scratch struct {
 	walked []bool
 }
 
-// matchMemo is a remembered rule match. The inputs besides the identity are
-// kept because they can change while the identity lives: execve changes
-// argv and exe (and usually comm), and a process can chdir or be moved to
-// another cgroup.
+// matchMemo is a remembered rule match of one identity. The memos are
+// kept by position in the latest snapshot, and carried by pid to the
+// positions of the next (see carryMemos, and reuse): a slice costs 16
+// bytes a process where a map by identity cost several times that, and
+// needs no hashing. p is the process the match was computed for: what
+// rules match on can change while the identity lives (execve changes argv
+// and exe, and usually comm; a process can chdir or be moved to another
+// cgroup), so a process other than p must have the same inputs for the
+// memo to hold. The scanner hands out the same *Process for a process that
+// did not change, so p usually compares by pointer. Keeping p instead of a
+// copy of its inputs costs a pointer instead of a hundred bytes; p is
+// moved on to the process of the newest snapshot whenever the memo holds
+// for it, and a memo that does not is dropped, so no older process is
+// pinned. The zero matchMemo remembers nothing.
 type matchMemo struct {
-	p     matchInputs
-	match Match
-	ok    bool
-	gen   uint64
+	p *proc.Process
+	// m is nil when no rule matched.
+	m *sharedMatch
+}
+
+// sharedMatch is one match that every memo with the same result points
+// at: the processes of a sandbox mostly capture the same variables, and a
+// Vars map per process was a third of a steady Builder's memory. Its
+// Vars are read-only, like every Match's (see build.addVars).
+type sharedMatch struct {
+	Match
+	gen uint64
+}
+
+// sharedKey tells matches apart: the rule, what it captured, and vars, the
+// captures in one string (see varsKey).
+type sharedKey struct {
+	rule                *Rule
+	id, ns, by, varsKey string
 }
 
 // matchInputs are the fields of a process that rules match on.
@@ -112,6 +144,19 @@ func inputsOf(p *proc.Process) matchInputs {
 // process does not exec, so its strings usually compare by pointer.
 func (a matchInputs) same(p *proc.Process) bool {
 	return a.comm == p.Comm && a.exe == p.Exe && a.cgroup == p.Cgroup && a.freezer == p.Freezer && a.cwd == p.Cwd && slices.Equal(a.argv, p.Argv)
+}
+
+// holds reports whether the memo answers for p.
+func (m matchMemo) holds(p *proc.Process) bool {
+	return m.p == p || inputsOf(m.p).same(p)
+}
+
+// result is the remembered match.
+func (m matchMemo) result() (Match, bool) {
+	if m.m == nil {
+		return Match{}, false
+	}
+	return m.m.Match, true
 }
 
 // claimKey is one question build.claims answers: does dir name the sandbox
@@ -137,7 +182,7 @@ func NewBuilder(rules Rules) *Builder {
 			rooted[r.Name] = true
 		}
 	}
-	return &Builder{rules: rules, ruleIndex: idx, rooted: rooted, matches: map[proc.Identity]*matchMemo{}, claimed: map[claimKey]*claimMemo{}}
+	return &Builder{rules: rules, ruleIndex: idx, rooted: rooted, shared: map[sharedKey]*sharedMatch{}, claimed: map[claimKey]*claimMemo{}}
 }
 
 // Build groups a snapshot into sandboxes with a throwaway Builder.
@@ -200,22 +245,83 @@ func (b *Builder) match(p *proc.Process) (Match, bool) {
 		b.alike[k] = alikeMatch{match: m, ok: ok}
 		return m, ok
 	}
-	id := p.ID()
-	if m := b.matches[id]; m != nil && m.p.same(p) {
-		m.gen = b.gen
-		return m.match, m.ok
+	i := b.scratch.ix.of(p.PID)
+	if i < 0 || i >= len(b.memos) || b.memoProcs[i] != p {
+		// Not a process of the snapshot being built.
+		return b.rules.Match(p)
+	}
+	memo := &b.memos[i]
+	if memo.p != nil && memo.holds(p) {
+		memo.p = p
+		if memo.m != nil {
+			memo.m.gen = b.gen
+		}
+		return memo.result()
 	}
 	m, ok := b.rules.Match(p)
-	b.matches[id] = &matchMemo{p: inputsOf(p), match: m, ok: ok, gen: b.gen}
+	*memo = matchMemo{p: p}
+	if ok {
+		memo.m = b.share(m)
+		m = memo.m.Match
+	}
 	return m, ok
 }
 
-// sweep forgets the memos the latest Build did not use: identities that
-// exited, and cgroup questions no longer asked.
-func (b *Builder) sweep() {
-	for id, m := range b.matches {
+// carryMemos returns the memos of procs, a full Build's snapshot, by
+// position: each identity that was in the latest snapshot keeps its memo.
+func (b *Builder) carryMemos(procs []*proc.Process) []matchMemo {
+	l := b.last
+	if l == nil {
+		return make([]matchMemo, len(procs))
+	}
+	out := grown(l.spareMemos, len(procs))
+	l.spareMemos = nil
+	if l.memos == nil {
+		return out
+	}
+	olds := l.snap.Procs
+	for i, j := 0, 0; i < len(procs) && j < len(olds); {
+		switch n, o := procs[i], olds[j]; {
+		case n.PID < o.PID:
+			i++
+		case n.PID > o.PID:
+			j++
+		default:
+			if n.Start == o.Start {
+				out[i] = l.memos[j]
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// share returns the shared copy of m, made if need be.
+func (b *Builder) share(m Match) *sharedMatch {
+	k := sharedKey{rule: m.Rule, id: m.ID, ns: m.Namespace, by: m.By, varsKey: varsKey(m.Vars)}
+	sm := b.shared[k]
+	if sm == nil {
+		sm = &sharedMatch{Match: m}
+		b.shared[k] = sm
+	}
+	sm.gen = b.gen
+	return sm
+}
+
+// sweep forgets the memos the latest Build did not use: those of
+// processes it did not match (excluded ones, and any carried over that
+// were not asked about), matches no memo holds, and cgroup questions no
+// longer asked.
+func (b *Builder) sweep(snap *proc.Snapshot) {
+	for i := range b.memos {
+		if b.memos[i].p != snap.Procs[i] {
+			b.memos[i] = matchMemo{}
+		}
+	}
+	for k, m := range b.shared {
 		if m.gen != b.gen {
-			delete(b.matches, id)
+			delete(b.shared, k)
 		}
 	}
 	for k, c := range b.claimed {
@@ -306,9 +412,15 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 			cgroups: [2]map[string]struct{}{{}, {}},
 		},
 	}
+	var oldMemos []matchMemo
 	if b.alike != nil {
 		b.prematch(snap.Procs, &sc.ix)
 		defer func() { b.pre, b.preProcs, b.preIx = nil, nil, nil }()
+	} else {
+		if b.last != nil {
+			oldMemos = b.last.memos
+		}
+		b.memos, b.memoProcs = b.carryMemos(snap.Procs), snap.Procs
 	}
 	w.attributeByRule()
 	w.foldUnqualified()
@@ -318,12 +430,17 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	w.attributeByCgroup()
 	w.attributeSticky()
 	v := w.finish()
-	b.sweep()
+	b.sweep(snap)
 	// Only the pid index is kept for the next Build: the per-position
 	// slices are cheap to allocate, and a Builder holding them between
 	// refreshes would add to the watch loop's resident memory for nothing.
 	b.scratch = scratch{ix: b.scratch.ix}
 	w.last.snap, w.last.view, w.last.reusable = snap, v, !w.stickyAncestors
+	// The old memos are cleared now rather than when they are used again:
+	// until then they would keep the processes of an older snapshot.
+	clear(oldMemos)
+	w.last.memos, w.last.spareMemos = b.memos, oldMemos
+	b.memos, b.memoProcs = nil, nil
 	b.last = w.last
 	return v
 }

@@ -34,6 +34,10 @@ type lastBuild struct {
 	members []*Member
 	// spare is the members array before last, for the next reuse to fill.
 	spare []*Member
+	// memos are the match memos of snap's processes, by position (see
+	// matchMemo); spareMemos is the array before last, for the next Build
+	// to fill.
+	memos, spareMemos []matchMemo
 	// reusable is false when snap, built again on view, would not give
 	// view back (see build.stickyAncestors).
 	reusable bool
@@ -54,7 +58,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	if l == nil || !l.reusable || prev == nil || prev != l.view || snap.Self != l.snap.Self {
 		return nil
 	}
-	r := reuser{l: l, rules: b.rules, memo: b.matches, snap: snap, prev: prev}
+	r := reuser{l: l, rules: b.rules, snap: snap, prev: prev}
 	// Walk both snapshots in pid order at once.
 	olds, news := l.snap.Procs, snap.Procs
 	at := grown(l.spare, len(news)) // the last Member of each process, by new position
@@ -62,6 +66,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	for i, j := 0, 0; i < len(news) || j < len(olds); {
 		switch {
 		case j == len(olds) || (i < len(news) && news[i].PID < olds[j].PID): // born
+			r.realign(i)
 			n := news[i]
 			switch kind, jn := r.classifyNew(n); kind {
 			case outside:
@@ -75,6 +80,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 			}
 			i++
 		case i == len(news) || olds[j].PID < news[i].PID: // gone
+			r.realign(i)
 			if m := l.members[j]; m != nil {
 				if !r.removable(m) {
 					return nil
@@ -87,6 +93,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 			j++
 		default:
 			n, o, m := news[i], olds[j], l.members[j]
+			r.track(i, j, n, o)
 			switch {
 			case n == o:
 			case sameShape(n, o):
@@ -119,7 +126,15 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	if v == nil {
 		return nil
 	}
+	// The arrays retired are cleared now rather than when they are used
+	// again: until then they would keep the processes and members of an
+	// older snapshot.
+	clear(l.members)
 	l.snap, l.view, l.members, l.spare = snap, v, at, l.members
+	if r.memos != nil {
+		clear(l.memos)
+		l.memos, l.spareMemos = r.memos, l.memos
+	}
 	b.stats.Reused++
 	b.stats.ReusedJoins += len(r.joins)
 	b.stats.ReusedExits += len(r.gone)
@@ -131,12 +146,12 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 type reuser struct {
 	l     *lastBuild
 	rules Rules
-	// memo is the Builder's: read, never written (only a full Build
-	// sweeps it, and a host whose short-lived processes never touch a
-	// sandbox would grow it with every birth).
-	memo map[proc.Identity]*matchMemo
-	snap *proc.Snapshot
-	prev *View
+	// memos are the match memos of the new snapshot by position, carried
+	// from the last (see track); a newborn has none, so that a host whose
+	// short-lived processes never touch a sandbox adds nothing.
+	memos []matchMemo
+	snap  *proc.Snapshot
+	prev  *View
 	// changed maps a member to its process in snap when that differs;
 	// dirty marks the sandboxes (by position) to judge again.
 	changed map[*Member]*proc.Process
@@ -187,6 +202,46 @@ func (r *reuser) now(m *Member) *proc.Process {
 		return p
 	}
 	return m.Process
+}
+
+// track carries the match memo of o, at position j of the last snapshot,
+// to n, which is at position i of the new one and has o's pid: a memo
+// that holds for n is moved on to it, any other is left behind, so that
+// no memo pins an older process. While no process was born or exited, the
+// positions agree, and the memos are updated where they are (a steady
+// refresh copies none); when one was (see realign), they move to an
+// array of their own, which replaces the last once the reuse succeeds. An
+// update in place that a failed reuse leaves behind is still true: a
+// memo says what it holds for by its p.
+func (r *reuser) track(i, j int, n, o *proc.Process) {
+	l := r.l
+	if l.memos == nil || (r.memos == nil && n == o) {
+		return
+	}
+	m := l.memos[j]
+	switch {
+	case m.p == nil:
+	case n.Start != o.Start || !m.holds(n):
+		m = matchMemo{}
+	default:
+		m.p = n
+	}
+	if r.memos == nil {
+		l.memos[j] = m
+	} else {
+		r.memos[i] = m
+	}
+}
+
+// realign gives the new snapshot's memos an array of their own, at the
+// first birth or exit, i being the first new position not yet walked.
+func (r *reuser) realign(i int) {
+	if r.memos != nil || r.l.memos == nil {
+		return
+	}
+	r.memos = grown(r.l.spareMemos, len(r.snap.Procs))
+	r.l.spareMemos = nil
+	copy(r.memos, r.l.memos[:i])
 }
 
 func appendUser(list []*proc.Process, p *proc.Process) []*proc.Process {

@@ -110,8 +110,11 @@ func (r *reuser) hasSocketFlag(p *proc.Process) bool {
 
 // matchOf returns the match of a member a rule recognised.
 func (r *reuser) matchOf(p *proc.Process) (Match, bool) {
-	if m := r.memo[p.ID()]; m != nil && m.p.same(p) {
-		return m.match, m.ok
+	olds := r.l.snap.Procs
+	if j, found := slices.BinarySearchFunc(olds, p.PID, func(q *proc.Process, pid int) int { return q.PID - pid }); found && r.l.memos != nil {
+		if m := r.l.memos[j]; m.p != nil && m.p.Start == p.Start && m.holds(p) {
+			return m.result()
+		}
 	}
 	return r.rules.Match(p)
 }

@@ -322,6 +322,7 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 			s := w.snapshot()
 			before := b.Stats().Reused
 			got := b.Build(s, prev)
+			checkMemos(t, b)
 			want := Build(s, rules, prev)
 			if g, wnt := dumpView(got), dumpView(want); g != wnt {
 				t.Fatalf("seed %d after %v (reused %v):\n--- reuse\n%s--- full build\n%s", seed, log[max(0, len(log)-5):], b.Stats().Reused > before, g, wnt)
@@ -344,6 +345,34 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 	// The check proves something only if both paths ran often.
 	if reused < builds/5 || reused > builds*9/10 {
 		t.Errorf("%d of %d builds reused: the random host does not exercise both paths", reused, builds)
+	}
+}
+
+// checkMemos fails the test unless b's match memos are aligned with its
+// latest snapshot and each holds that snapshot's process or nothing: a
+// memo on an older process would keep it alive.
+func checkMemos(t *testing.T, b *Builder) {
+	t.Helper()
+	procs := b.last.snap.Procs
+	if len(b.last.memos) != len(procs) {
+		t.Fatalf("%d memos for %d processes", len(b.last.memos), len(procs))
+	}
+	held := 0
+	for i, m := range b.last.memos {
+		if m.p != nil && m.p != procs[i] {
+			t.Fatalf("the memo at position %d holds pid %d (%p), not the snapshot's pid %d (%p)", i, m.p.PID, m.p, procs[i].PID, procs[i])
+		}
+		if m.p != nil {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatal("no memo held: nothing was remembered")
+	}
+	for _, m := range b.last.spareMemos {
+		if m != (matchMemo{}) {
+			t.Fatal("a spare memo array keeps processes")
+		}
 	}
 }
 
@@ -381,7 +410,7 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 	}
 	// Short-lived processes outside every sandbox come and go: each refresh
 	// is a reuse, and the Builder remembers nothing of them.
-	memos := len(b.matches)
+	memos := b.remembered()
 	for i := range 100 {
 		pid := 4000 + i
 		w.procs[pid] = pr(pid, 700, "cron-job", start(w.nextStart), cgroup("/user.slice"))
@@ -389,8 +418,8 @@ func TestReuseSharesUnchangedSandboxes(t *testing.T) {
 		delete(w.procs, pid-1)
 		v3 = b.Build(w.snapshot(), v3)
 	}
-	if b.Stats().Reused != 102 || len(b.matches) != memos {
-		t.Errorf("after 100 unrelated births: %d builds reused (want 102), %d match memos (want %d)", b.Stats().Reused, len(b.matches), memos)
+	if b.Stats().Reused != 102 || b.remembered() != memos {
+		t.Errorf("after 100 unrelated births: %d builds reused (want 102), %d match memos (want %d)", b.Stats().Reused, b.remembered(), memos)
 	}
 	// A rule match among the newborn is a full Build.
 	w.procs[3000] = pr(3000, 1, "sim --sandbox brand-new")
