@@ -127,7 +127,7 @@ func (f *Leftovers) record(sb *Sandbox, r *Rule) {
 		}
 		f.sockets[r][sb.socket] = true
 	}
-	f.keyBuf = appendVarsKey(f.keyBuf[:0], &f.keysBuf, sb.Vars)
+	f.keyBuf = appendVarsKey(f.keyBuf[:0], &f.keysBuf, sb.Vars, recordedVar)
 	if len(f.keyBuf) == 0 {
 		return
 	}
@@ -150,13 +150,14 @@ func (f *Leftovers) record(sb *Sandbox, r *Rule) {
 // but the ones that captured nothing.
 func recordedVar(k, v string) bool { return k != "id" && v != "" }
 
-// appendVarsKey appends the canonical string of the recorded captures of
-// vars (see recordedVar) to b: each name=value and a NUL, sorted by name;
-// nothing when none is recorded. keys is scratch space.
-func appendVarsKey(b []byte, keys *[]string, vars map[string]string) []byte {
+// appendVarsKey appends the canonical string of the captures of vars that
+// keep accepts (all of them when keep is nil) to b: each name=value and a
+// NUL, sorted by name; nothing when none is accepted. keys is scratch
+// space.
+func appendVarsKey(b []byte, keys *[]string, vars map[string]string, keep func(k, v string) bool) []byte {
 	*keys = (*keys)[:0]
 	for k, v := range vars {
-		if recordedVar(k, v) {
+		if keep == nil || keep(k, v) {
 			*keys = append(*keys, k)
 		}
 	}
@@ -165,6 +166,12 @@ func appendVarsKey(b []byte, keys *[]string, vars map[string]string) []byte {
 		b = append(append(append(append(b, k...), '='), vars[k]...), 0)
 	}
 	return b
+}
+
+// varsKey is the canonical string of all of vars (see appendVarsKey).
+func varsKey(vars map[string]string) string {
+	var keys []string
+	return string(appendVarsKey(nil, &keys, vars, nil))
 }
 
 // Globs records v (see Record) and returns where to look for leftovers:
