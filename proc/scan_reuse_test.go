@@ -88,8 +88,14 @@ func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 	cmd := startSleep(t)
 	pid := cmd.Process.Pid
 	s := reusingScanner(t, dir, pid)
-	if s.reads.stat >= len(s.pids.slots) {
-		t.Errorf("a scan that reused a stat counted %d stat reads for %d processes", s.reads.stat, len(s.pids.slots))
+	// A process that vanished while its new entry was read costs a stat
+	// read more (sameProcess): on a host where other tests run, a scan
+	// may have had one, so a few are tried.
+	for try := 0; s.reads.stat >= len(s.pids.slots); try++ {
+		if try == 5 {
+			t.Fatalf("scans that reused a stat counted %d stat reads for %d processes", s.reads.stat, len(s.pids.slots))
+		}
+		scanUntilReused(t, s, pid)
 	}
 
 	state := func(want byte) {
