@@ -81,6 +81,9 @@ type Leftovers struct {
 	// a refresh loop asks about the same cgroups every time, and each
 	// answer costs a regexp match per cgroup rule.
 	cgroups map[string]cgroupAnswer
+	// keyBuf and keysBuf are Record's scratch space.
+	keyBuf  []byte
+	keysBuf []string
 }
 
 type cgroupAnswer struct {
@@ -98,50 +101,77 @@ func NewLeftovers(rules Rules) *Leftovers {
 }
 
 // Record remembers the captures and supervisor sockets of v's sandboxes.
+// The live screen records every view it shows, and almost every sandbox
+// in one was recorded before: those cost a map lookup, no allocation.
 func (f *Leftovers) Record(v *View) {
 	for _, sb := range v.Sandboxes {
 		if len(sb.Members) == 0 {
 			continue
 		}
 		f.alive[sb.Key()] = true
-		for _, r := range append([]*Rule{sb.Rule}, sb.rules...) {
-			if r == nil {
-				continue
-			}
-			if sb.socket != "" && r.Supervisor.SocketFlag != "" {
-				if f.sockets[r] == nil {
-					f.sockets[r] = map[string]bool{}
-				}
-				f.sockets[r][sb.socket] = true
-			}
-			vars := map[string]string{}
-			for k, v := range sb.Vars {
-				if k != "id" && v != "" {
-					vars[k] = v
-				}
-			}
-			if len(vars) == 0 {
-				continue
-			}
-			if f.recorded[r] == nil {
-				f.recorded[r] = map[string]map[string]string{}
-			}
-			f.recorded[r][varsKey(vars)] = vars
+		f.record(sb, sb.Rule)
+		for _, r := range sb.rules {
+			f.record(sb, r)
 		}
 	}
 }
 
+// record remembers sb's captures and socket for rule r.
+func (f *Leftovers) record(sb *Sandbox, r *Rule) {
+	if r == nil {
+		return
+	}
+	if sb.socket != "" && r.Supervisor.SocketFlag != "" && !f.sockets[r][sb.socket] {
+		if f.sockets[r] == nil {
+			f.sockets[r] = map[string]bool{}
+		}
+		f.sockets[r][sb.socket] = true
+	}
+	f.keyBuf = appendVarsKey(f.keyBuf[:0], &f.keysBuf, sb.Vars, recordedVar)
+	if len(f.keyBuf) == 0 {
+		return
+	}
+	if _, ok := f.recorded[r][string(f.keyBuf)]; ok {
+		return
+	}
+	vars := map[string]string{}
+	for k, v := range sb.Vars {
+		if recordedVar(k, v) {
+			vars[k] = v
+		}
+	}
+	if f.recorded[r] == nil {
+		f.recorded[r] = map[string]map[string]string{}
+	}
+	f.recorded[r][string(f.keyBuf)] = vars
+}
+
+// recordedVar says which captures Record keeps: all but the ID, and
+// but the ones that captured nothing.
+func recordedVar(k, v string) bool { return k != "id" && v != "" }
+
+// appendVarsKey appends the canonical string of the captures of vars that
+// keep accepts (all of them when keep is nil) to b: each name=value and a
+// NUL, sorted by name; nothing when none is accepted. keys is scratch
+// space.
+func appendVarsKey(b []byte, keys *[]string, vars map[string]string, keep func(k, v string) bool) []byte {
+	*keys = (*keys)[:0]
+	for k, v := range vars {
+		if keep == nil || keep(k, v) {
+			*keys = append(*keys, k)
+		}
+	}
+	slices.Sort(*keys)
+	for _, k := range *keys {
+		b = append(append(append(append(b, k...), '='), vars[k]...), 0)
+	}
+	return b
+}
+
+// varsKey is the canonical string of all of vars (see appendVarsKey).
 func varsKey(vars map[string]string) string {
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k + "=" + vars[k] + "\x00")
-	}
-	return b.String()
+	var keys []string
+	return string(appendVarsKey(nil, &keys, vars, nil))
 }
 
 // Globs records v (see Record) and returns where to look for leftovers:
@@ -328,20 +358,27 @@ func IsSystemdUnit(cgroupPath string) bool {
 // v itself is returned when there are none. The new view shares v's
 // sandboxes; the leftover ones follow them, sorted by ID.
 func (f *Leftovers) Apply(v *View, found Found) *View {
+	if len(found.Paths) == 0 && len(found.Cgroups) == 0 {
+		return v
+	}
 	// The live sandboxes by runtime and ID (and alias), for Live's test
 	// without a walk of every sandbox per entry found.
-	idx := map[string][]*Sandbox{}
+	type runtimeID struct{ runtime, id string }
+	idx := make(map[runtimeID][]*Sandbox, len(v.Sandboxes))
 	for _, sb := range v.Sandboxes {
 		if len(sb.Members) == 0 {
 			continue
 		}
-		for _, id := range append([]string{sb.ID}, sb.Aliases...) {
-			idx[sb.Runtime+"\x00"+id] = append(idx[sb.Runtime+"\x00"+id], sb)
+		k := runtimeID{sb.Runtime, sb.ID}
+		idx[k] = append(idx[k], sb)
+		for _, id := range sb.Aliases {
+			k := runtimeID{sb.Runtime, id}
+			idx[k] = append(idx[k], sb)
 		}
 	}
 	byID := map[string]*Sandbox{}
 	add := func(id, ns string, r *Rule, by string, vars map[string]string, l Leftover) {
-		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[r.Name+"\x00"+id], ns) != nil {
+		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[runtimeID{r.Name, id}], ns) != nil {
 			return
 		}
 		key := keyOf(Match{Rule: r, ID: id, Namespace: ns})

@@ -166,31 +166,39 @@ func statPath(procRoot string, pid int) string {
 	return filepath.Join(procRoot, strconv.Itoa(pid), "stat")
 }
 
+// appendStatPath is statPath as a cpath in buf, not cleaned: the kernel
+// takes a doubled slash as one.
+func appendStatPath(buf []byte, procRoot string, pid int) cpath {
+	buf = append(buf[:0], procRoot...)
+	buf = append(strconv.AppendInt(append(buf, '/'), int64(pid), 10), "/stat"...)
+	return append(buf, 0)
+}
+
 // readStatFile opens, reads and closes one stat file into buf and parses it
 // into st: the path for processes the scanner holds no descriptor for, and
 // for one-off reads (ReadStat, ReadIdentity). A vanished process gives
 // an error for which IsVanished is true.
-func readStatFile(path string, buf []byte, st *procfs.ProcStat) error {
-	fd, err := openRead(path)
+func readStatFile(path cpath, buf []byte, st *procfs.ProcStat) error {
+	fd, err := openReadC(path)
 	if err != nil {
 		return err
 	}
 	n, err := readOnce(fd, buf)
 	unix.Close(fd)
 	if err != nil {
-		return &fs.PathError{Op: "read", Path: path, Err: err}
+		return &fs.PathError{Op: "read", Path: path.String(), Err: err}
 	}
-	return parseStatBytes(path, buf[:n], st)
+	if err := parseStatBytes(buf[:n], st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // parseStatBytes is parseStat with the checks a read needs: a full buffer
 // means a line longer than any kernel writes.
-func parseStatBytes(path string, b []byte, st *procfs.ProcStat) error {
+func parseStatBytes(b []byte, st *procfs.ProcStat) error {
 	if len(b) >= statBufSize {
-		return fmt.Errorf("%s: %w: longer than %d bytes", path, errStatMalformed, statBufSize)
+		return fmt.Errorf("%w: longer than %d bytes", errStatMalformed, statBufSize)
 	}
-	if err := parseStat(b, st); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return parseStat(b, st)
 }

@@ -36,8 +36,13 @@ type staticReader struct {
 	link []byte
 	stat []byte
 	n    readCounts
-	// dir is the process directory being read, with a trailing slash.
-	dir []byte
+	// dir is the process directory being read, with a trailing slash;
+	// file holds the path of the file being read in it.
+	dir, file []byte
+	// strings shares the cgroup paths this reader read alike (see
+	// interner), so that only the first process of a cgroup allocates its
+	// path.
+	strings interner
 	// missing is set when a file of the process being read was missing.
 	missing bool
 	// probe is the Process handed to a lazy scan's Need.
@@ -69,7 +74,7 @@ const unixPathMax = 4096
 // old kernel). A second read of stat tells them apart: if the same identity
 // is still there, the file was missing and the field stays empty.
 func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, need func(*Process) Fields) (static, bool) {
-	sf := static{comm: st.comm, startCode: st.startCode, uid: -1}
+	sf := static{uid: -1}
 	if kernel {
 		// Kernel threads have no argv, exe, cwd or cgroup of interest, and run
 		// as root in the initial namespaces, so status is not worth a read.
@@ -130,7 +135,7 @@ func (r *staticReader) details(st *pidStat, sf *static, need func(*Process) Fiel
 		if want&FieldStatus != 0 {
 			r.n.status++
 			sf.uid, sf.nspid = -1, nil
-			b, err := readFileInto(r.path("status"), &r.buf, maxCmdline, true)
+			b, err := readFileC(r.path("status"), &r.buf, maxCmdline, true)
 			if err == nil {
 				sf.uid, sf.nspid, err = parseStatusIDs(b)
 			}
@@ -158,7 +163,7 @@ func (r *staticReader) note(sf *static, err error) {
 // readArgv reads the argv of the process being read (see begin).
 func (r *staticReader) readArgv() ([]string, error) {
 	r.n.cmdline++
-	b, err := readFileInto(r.path("cmdline"), &r.buf, maxCmdline, true)
+	b, err := readFileC(r.path("cmdline"), &r.buf, maxCmdline, true)
 	return parseCmdline(b), err
 }
 
@@ -166,11 +171,12 @@ func (r *staticReader) readArgv() ([]string, error) {
 // being read.
 func (r *staticReader) readCgroups(m Mounts) (v2, freezer string, err error) {
 	r.n.cgroup++
-	b, err := readFileInto(r.path("cgroup"), &r.buf, maxCmdline, true)
+	b, err := readFileC(r.path("cgroup"), &r.buf, maxCmdline, true)
 	if err != nil {
 		return "", "", err
 	}
-	return parseCgroupPaths(b, m)
+	v2b, freezerb, err := cgroupPathBytes(b, m)
+	return r.strings.internBytes(v2b), r.strings.internBytes(freezerb), err
 }
 
 // sameProcess reads stat again after a file went missing: true when the
@@ -190,13 +196,17 @@ func (r *staticReader) begin(root string, pid int) {
 	r.missing = false
 }
 
-// path is the file name in the process directory being read.
-func (r *staticReader) path(name string) string { return string(r.dir) + name }
+// path is the file name in the process directory being read. It is valid
+// until the next call.
+func (r *staticReader) path(name string) cpath {
+	r.file = appendCPath(r.file, r.dir, name)
+	return r.file
+}
 
 // readlink reads a /proc/PID symlink. A missing link reads as "" without
 // error, as procfs's Executable and Cwd have it: a kernel thread or an
 // exiting process has none, which is no failure.
-func (r *staticReader) readlink(path string) (string, error) {
+func (r *staticReader) readlink(path cpath) (string, error) {
 	s, err := readlinkInto(path, r.link)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -227,24 +237,32 @@ func parseStatusIDs(b []byte) (uid int, nspid []int, err error) {
 		}
 		switch string(key) {
 		case "Uid":
-			fields := bytes.Fields(value)
-			if len(fields) == 0 {
+			// FieldsSeq, not Fields: no slice of fields per process.
+			var first []byte
+			for f := range bytes.FieldsSeq(value) {
+				first = f
+				break
+			}
+			if first == nil {
 				return -1, nil, fmt.Errorf("status: empty Uid line")
 			}
-			v, ok := parseUint(fields[0])
+			v, ok := parseUint(first)
 			if !ok || v > math.MaxUint32 { // uid_t
-				return -1, nil, fmt.Errorf("status: Uid %q", fields[0])
+				return -1, nil, fmt.Errorf("status: Uid %q", first)
 			}
 			uid = int(v)
 		case "NSpid":
-			fields := bytes.Fields(value)
-			nspid = make([]int, len(fields))
-			for i, f := range fields {
+			n := 0
+			for range bytes.FieldsSeq(value) {
+				n++
+			}
+			nspid = make([]int, 0, n)
+			for f := range bytes.FieldsSeq(value) {
 				v, ok := parseUint(f)
 				if !ok || v == 0 || v > math.MaxInt32 { // a pid_t, and never 0
 					return -1, nil, fmt.Errorf("status: NSpid %q", f)
 				}
-				nspid[i] = int(v)
+				nspid = append(nspid, int(v))
 			}
 		}
 	}
@@ -257,6 +275,12 @@ func parseStatusIDs(b []byte) (uid int, nspid []int, err error) {
 // means nothing. Lines are "hierarchy-ID:controller-list:cgroup-path"; the
 // path may itself hold ':'.
 func parseCgroupPaths(b []byte, m Mounts) (v2, freezer string, err error) {
+	v2b, freezerb, err := cgroupPathBytes(b, m)
+	return string(v2b), string(freezerb), err
+}
+
+// cgroupPathBytes is parseCgroupPaths, the paths left in b.
+func cgroupPathBytes(b []byte, m Mounts) (v2, freezer []byte, err error) {
 	for line := range bytes.Lines(b) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		if len(line) == 0 {
@@ -265,20 +289,20 @@ func parseCgroupPaths(b []byte, m Mounts) (v2, freezer string, err error) {
 		id, rest, ok1 := bytes.Cut(line, []byte(":"))
 		controllers, path, ok2 := bytes.Cut(rest, []byte(":"))
 		if !ok1 || !ok2 {
-			return "", "", fmt.Errorf("cgroup: line %q: want id:controllers:path", line)
+			return nil, nil, fmt.Errorf("cgroup: line %q: want id:controllers:path", line)
 		}
 		hierarchy, ok := parseUint(id)
 		if !ok {
-			return "", "", fmt.Errorf("cgroup: hierarchy ID %q", id)
+			return nil, nil, fmt.Errorf("cgroup: hierarchy ID %q", id)
 		}
 		switch {
 		case hierarchy == 0 && len(controllers) == 0:
 			if m.Unified != "" {
-				v2 = string(path)
+				v2 = path
 			}
 		case hasController(controllers, "freezer"):
 			if m.Freezer != "" {
-				freezer = string(path)
+				freezer = path
 			}
 		}
 	}

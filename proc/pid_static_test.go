@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"os"
 	"slices"
 	"testing"
 )
@@ -82,5 +83,31 @@ func TestParseCgroupPaths(t *testing.T) {
 				t.Errorf("parseCgroupPaths(%q) = %q, %q, %v; want %q, %q (error %v)", tt.in, v2, freezer, err, tt.v2, tt.freezer, tt.bad)
 			}
 		})
+	}
+}
+
+// TestStaticReadAllocations counts what reading one process's static
+// fields allocates, on the test's own process, once its cgroup path has
+// been seen: argv (its string and its slice), exe, cwd and NSpid, all of
+// them kept. Paths, status fields and a cgroup path already seen must cost
+// nothing: a cold scan reads them for every process.
+func TestStaticReadAllocations(t *testing.T) {
+	raw, err := readStatOnce("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := readMounts("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := compactStat(&raw)
+	r := newStaticReader()
+	sf, gone := r.read("/proc", &st, false, mounts, nil)
+	if gone || sf.partial || sf.exe == "" || sf.argv == nil || sf.nspid == nil {
+		t.Fatalf("read of the test's own process: %+v, gone %v", sf, gone)
+	}
+	const kept = 5
+	if n := testing.AllocsPerRun(50, func() { r.read("/proc", &st, false, mounts, nil) }); n > kept {
+		t.Errorf("reading one process allocated %v times, want at most %d", n, kept)
 	}
 }

@@ -74,11 +74,12 @@ type pidSlot struct {
 	// comm is the last task name read, handed back to parseStat so that an
 	// unchanged name costs no allocation.
 	comm string
-	// last is the stat last read, and parentStart the start time its
-	// parent had then: what a scan may reuse instead of reading (see
-	// cgroup_cpu.go). have says last holds a read; reuse that this scan
-	// reuses it.
-	last        pidStat
+	// parentStart is the start time the parent had when the stat was last
+	// read: a reused stat (see cgroup_cpu.go) is only as good as the
+	// parent it names. have says the slot was read before; reuse that
+	// this scan reuses its last stat, which the scanner keeps (the
+	// slot does not: a copy here was 100 bytes a process, twice over
+	// with the spare slice).
 	parentStart uint64
 	have, reuse bool
 }
@@ -134,10 +135,16 @@ type pidTable struct {
 	scans, listed uint
 	// statusBuf is the buffer of isLeader.
 	statusBuf []byte
-	// bufs are the stat buffers, one per reading goroutine; resultBuf
+	// bufs are the buffers of the reading goroutines, one each; resultBuf
 	// holds the results of the reads.
-	bufs      [][]byte
+	bufs      []*statBuf
 	resultBuf []readResult
+}
+
+// statBuf is what one goroutine reads stat files with: the file's bytes,
+// and the path of one it opens.
+type statBuf struct {
+	data, path []byte
 }
 
 func newPIDTable(root string, fds *fdBudget) pidTable {
@@ -150,14 +157,15 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 // pid; an entry whose pid could not be read is marked gone. It counts the
 // stats read in n, and reads with up to workers goroutines. quiet, when
 // not nil, names the identities whose stat may be reused from the last
-// scan (their cgroup did not run since; see cgroup_cpu.go).
+// scan (their cgroup did not run since; see cgroup_cpu.go), and sets that
+// stat.
 //
 // The work is in three passes: matching the listing against the last
 // scan's pids (departed ones lose their descriptor at once), reading every
 // stat, and settling the results. Only the reads, ~95% of a steady refresh
 // and all of it kernel time (pread regenerates the stat text), run in
 // parallel: each goroutine reads its own slots into its own buffer.
-func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity) bool) ([]statRead, error) {
+func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity, *pidStat) bool) ([]statRead, error) {
 	var pids []int
 	none := t.births.none()
 	from, to, probe := t.births.span()
@@ -211,20 +219,28 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	clear(old) // drop the comm strings
 	t.slots, t.next = t.next, old[:0]
 	t.scans++
-	reused := 0
-	for k := range t.slots {
-		sl := &t.slots[k]
-		sl.reuse = quiet != nil && sl.have && (uint(sl.pid)+t.scans)%reuseRounds != 0 &&
-			sl.last.state != 'Z' && sl.last.state != 'X' && quiet(sl.last.identity())
-		if sl.reuse {
-			reused++
-		}
-	}
-	n.stat += len(t.slots) - reused
 
 	first := len(found)
 	found = slices.Grow(found, len(t.slots))[:first+len(t.slots)]
 	reads := found[first:]
+	reused := 0
+	for k := range t.slots {
+		sl := &t.slots[k]
+		reads[k] = statRead{}
+		// quiet is asked even in the scan that reads this process anyway:
+		// it is also what finds a process that left its cgroup, in the
+		// one scan of reuseRounds that checks the cgroup's members, which
+		// may be this one.
+		sl.reuse = quiet != nil && sl.have && quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st) &&
+			(uint(sl.pid)+t.scans)%reuseRounds != 0
+		if sl.reuse {
+			reused++
+		} else {
+			reads[k].st = pidStat{}
+		}
+	}
+	n.stat += len(t.slots) - reused
+
 	results := t.readAll(reads, workers)
 	if reused > 0 {
 		n.stat += t.checkParents(reads, results)
@@ -243,9 +259,8 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 			r.gone = true
 			continue
 		}
-		slot.start, slot.comm = r.st.start, r.st.comm
+		slot.start, slot.comm, slot.have = r.st.start, r.st.comm, true
 		if !slot.reuse {
-			slot.last, slot.have = r.st, true
 			slot.parentStart = t.startOf(reads, results, r.st.ppid)
 		}
 		kept = append(kept, slot)
@@ -286,7 +301,8 @@ func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 		if !sl.reuse {
 			continue
 		}
-		if j := t.indexOf(sl.last.ppid); sl.last.ppid == 0 || j >= 0 && results[j] == readOK &&
+		ppid := reads[k].st.ppid
+		if j := t.indexOf(ppid); ppid == 0 || j >= 0 && results[j] == readOK &&
 			reads[j].st.start == sl.parentStart && reads[j].st.state != 'Z' && reads[j].st.state != 'X' {
 			continue
 		}
@@ -330,14 +346,13 @@ func (t *pidTable) indexOf(pid int) int {
 func (t *pidTable) readAll(reads []statRead, workers int) []readResult {
 	workers = max(1, min(workers, len(t.slots)/minStatsPerWorker))
 	for len(t.bufs) < workers {
-		t.bufs = append(t.bufs, make([]byte, statBufSize))
+		t.bufs = append(t.bufs, &statBuf{data: make([]byte, statBufSize)})
 	}
 	results := t.results(len(t.slots))
-	work := func(buf []byte, from, to int) {
+	work := func(buf *statBuf, from, to int) {
 		for k := from; k < to; k++ {
-			reads[k] = statRead{}
-			if sl := &t.slots[k]; sl.reuse {
-				reads[k].st, results[k] = sl.last, readOK
+			if t.slots[k].reuse {
+				results[k] = readOK // reads[k] holds the reused stat
 				continue
 			}
 			results[k] = t.read(&t.slots[k], &reads[k].st, buf)
@@ -371,7 +386,7 @@ func (t *pidTable) results(n int) []readResult {
 // and holds the new descriptor when the budget allows. It may run on
 // several goroutines at once, each with its own slots and buffer. The pid
 // is the directory's, as procfs has it.
-func (t *pidTable) read(slot *pidSlot, out *pidStat, buf []byte) readResult {
+func (t *pidTable) read(slot *pidSlot, out *pidStat, buf *statBuf) readResult {
 	// The last comm read is handed to parseStat, which keeps it when the
 	// name did not change: no allocation per process per refresh.
 	st := procfs.ProcStat{Comm: slot.comm}
@@ -383,11 +398,11 @@ func (t *pidTable) read(slot *pidSlot, out *pidStat, buf []byte) readResult {
 	return res
 }
 
-func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf []byte) readResult {
+func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf *statBuf) readResult {
 	if slot.fd >= 0 {
-		n, err := preadOnce(slot.fd, buf)
+		n, err := preadOnce(slot.fd, buf.data)
 		if err == nil {
-			err = parseStatBytes(t.root, buf[:n], st)
+			err = parseStatBytes(buf.data[:n], st)
 		}
 		if err == nil && st.Starttime == slot.start {
 			return readOK
@@ -397,17 +412,18 @@ func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf []byte) read
 		// time that moved, also ends our trust in the descriptor.
 		t.release(slot)
 	}
-	path := statPath(t.root, slot.pid)
-	fd, err := openRead(path)
+	path := appendStatPath(buf.path, t.root, slot.pid)
+	buf.path = path
+	fd, err := openReadC(path)
 	switch {
 	case errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE):
 		return readNoFDs
 	case err != nil:
 		return readFailed
 	}
-	n, err := readOnce(fd, buf)
+	n, err := readOnce(fd, buf.data)
 	if err == nil {
-		err = parseStatBytes(path, buf[:n], st)
+		err = parseStatBytes(buf.data[:n], st)
 	}
 	if err != nil {
 		unix.Close(fd)

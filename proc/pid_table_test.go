@@ -239,7 +239,7 @@ func TestHotPathAllocs(t *testing.T) {
 	}
 	slot := &s.pids.slots[i]
 	var st pidStat
-	buf := make([]byte, statBufSize)
+	buf := &statBuf{data: make([]byte, statBufSize)}
 	if n := testing.AllocsPerRun(100, func() {
 		if s.pids.read(slot, &st, buf) != readOK {
 			t.Fatal("read failed")

@@ -32,7 +32,7 @@ func readStatOnce(procRoot string, pid int) (procfs.ProcStat, error) {
 	buf := statBufs.Get().(*[statBufSize]byte)
 	defer statBufs.Put(buf)
 	var st procfs.ProcStat
-	if err := readStatFile(statPath(procRoot, pid), buf[:], &st); err != nil {
+	if err := readStatFile(cpathOf(statPath(procRoot, pid)), buf[:], &st); err != nil {
 		return procfs.ProcStat{}, fmt.Errorf("read pid %d stat: %w", pid, err)
 	}
 	st.PID = pid
@@ -106,10 +106,6 @@ func stateOf(st procfs.ProcStat) byte {
 // static holds the fields of a process that do not change while it runs the
 // same program, so a scanner reads them once per identity (see scan_cache.go).
 type static struct {
-	// comm and startCode (stat field 26) as of the read, to notice an execve
-	// (see scanCache.lookup).
-	comm            string
-	startCode       uint64
 	argv            []string
 	exe, cwd        string
 	uid             int
@@ -118,9 +114,7 @@ type static struct {
 	partial         bool
 	// unread are the fields a lazy scan left unread.
 	unread Fields
-	// argvLate marks an argv read empty from a live process that is no
-	// kernel thread: most likely one caught inside execve (see
-	// scanCache.lookup), so each scan reads cmdline again until it is not.
+	// argvLate: see cacheEntry.argvLate.
 	argvLate bool
 }
 
@@ -145,32 +139,46 @@ func (c *readCounts) add(o readCounts) {
 // static returns how many files other than stat were read.
 func (c readCounts) static() int { return c.status + c.cmdline + c.cgroup + c.exe + c.cwd }
 
-// fillProcess sets *p from this scan's stat and the (possibly cached) static
-// fields. The slices in sf are shared, never copied: a Snapshot and
-// everything in it is read-only once returned.
+// fillProcess sets *p from a stat and the static fields read for it. The
+// slices in sf are shared, never copied: a Snapshot and everything in it is
+// read-only once returned.
 func fillProcess(p *Process, st *pidStat, sf *static, kernel bool, pageSize uint64) {
-	*p = Process{
-		PID:      st.pid,
-		PPID:     st.ppid,
-		PGID:     st.pgrp,
-		SID:      st.session,
-		State:    st.state,
-		Comm:     st.comm,
-		Argv:     sf.argv,
-		Exe:      sf.exe,
-		Cwd:      sf.cwd,
-		Start:    st.start,
-		UID:      sf.uid,
-		Threads:  st.threads,
-		RSS:      uint64(max(st.rss, 0)) * pageSize,
-		CPUTicks: st.cpuTicks,
-		Flags:    st.flags,
-		Cgroup:   sf.cgroup,
-		Freezer:  sf.freezer,
-		NSpid:    sf.nspid,
-		Kernel:   kernel,
-		Partial:  sf.partial,
-		Unread:   sf.unread,
+	*p = Process{}
+	setStatic(p, sf)
+	setStat(p, st, kernel, pageSize)
+}
+
+// setStatic sets the fields of p that are read once per identity.
+func setStatic(p *Process, sf *static) {
+	p.Argv, p.Exe, p.Cwd, p.UID = sf.argv, sf.exe, sf.cwd, sf.uid
+	p.Cgroup, p.Freezer, p.NSpid = sf.cgroup, sf.freezer, sf.nspid
+	p.Partial, p.Unread = sf.partial, sf.unread
+}
+
+// staticOf is the static fields p carries, as setStatic set them.
+func staticOf(p *Process) static {
+	return static{
+		argv: p.Argv, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
+		cgroup: p.Cgroup, freezer: p.Freezer, nspid: p.NSpid, partial: p.Partial, unread: p.Unread,
+	}
+}
+
+// setStat sets the fields of p that every stat read refreshes.
+func setStat(p *Process, st *pidStat, kernel bool, pageSize uint64) {
+	p.PID, p.PPID, p.PGID, p.SID = st.pid, st.ppid, st.pgrp, st.session
+	p.State, p.Comm, p.Start = st.state, st.comm, st.start
+	p.Threads, p.RSS, p.CPUTicks, p.Flags = st.threads, uint64(max(st.rss, 0))*pageSize, st.cpuTicks, st.flags
+	p.Kernel = kernel
+}
+
+// statOf is the stat setStat made p from, but for the startcode, which a
+// Process does not carry; a stat whose rss read negative comes back as 0,
+// which setStat makes the same Process of.
+func statOf(p *Process, startCode, pageSize uint64) pidStat {
+	return pidStat{
+		pid: p.PID, ppid: p.PPID, pgrp: p.PGID, session: p.SID, threads: p.Threads,
+		state: p.State, comm: p.Comm, flags: p.Flags, cpuTicks: p.CPUTicks,
+		start: p.Start, startCode: startCode, rss: int(p.RSS / pageSize),
 	}
 }
 

@@ -203,11 +203,12 @@ func (s *Scanner) Seed(snap *Snapshot) {
 		if _, ok := s.cache.entries[id]; ok {
 			continue
 		}
-		s.cache.store(id, &cacheEntry{static: static{
-			comm: p.Comm, argv: p.Argv, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
-			cgroup: p.Cgroup, freezer: p.Freezer, nspid: p.NSpid, partial: p.Partial,
-			unread: p.Unread, argvLate: p.Argv == nil && !p.Kernel && !p.Zombie(),
-		}, gen: s.gen, seeded: p.Unread != 0})
+		// p is immutable, so the entry may hold it as it is; a scan that
+		// reads more of it (readSeeded) or a stat that moved makes a copy.
+		s.cache.store(id, &cacheEntry{
+			proc: p, gen: s.gen, seeded: p.Unread != 0,
+			argvLate: p.Argv == nil && !p.Kernel && !p.Zombie(),
+		})
 	}
 }
 
@@ -269,12 +270,12 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 		if f.gone {
 			continue
 		}
-		kernel := f.st.kernel(kthreadd)
-		p := f.entry.proc
-		if p == nil || !sameStat(p, &f.st, kernel, s.pageSize) {
-			p = new(Process)
-			fillProcess(p, &f.st, &f.entry.static, kernel, s.pageSize)
-			f.entry.proc = p
+		e := f.entry
+		p := e.proc
+		if kernel := f.st.kernel(kthreadd); !sameStat(p, &f.st, kernel, s.pageSize) {
+			np := *p
+			setStat(&np, &f.st, kernel, s.pageSize)
+			p, e.proc = &np, &np
 		}
 		snap.Procs = append(snap.Procs, p)
 		snap.ByPID[p.PID] = p
@@ -303,15 +304,15 @@ func (s *Scanner) readStats() (kthreadd bool, err error) {
 	// cgroup dropped with the rest of its entry, to be read again. The
 	// pids in cgroup.procs are those of sandtop's own pid namespace, so
 	// only a /proc of that namespace can be compared with them.
-	var quiet func(Identity) bool
+	var quiet func(Identity, *pidStat) bool
 	s.moved = s.moved[:0]
 	if q := s.cpu.start(); len(q) > 0 && s.pids.births.path != "" {
-		quiet = func(id Identity) bool {
+		quiet = func(id Identity, last *pidStat) bool {
 			e := s.cache.entries[id]
-			if e == nil {
+			if e == nil || e.proc.Zombie() {
 				return false
 			}
-			f, ok := q[e.cgroup]
+			f, ok := q[e.proc.Cgroup]
 			if !ok {
 				return false
 			}
@@ -319,6 +320,7 @@ func (s *Scanner) readStats() (kthreadd bool, err error) {
 				s.moved = append(s.moved, id)
 				return false
 			}
+			*last = statOf(e.proc, e.startCode, s.pageSize)
 			return true
 		}
 	}

@@ -52,7 +52,19 @@ type scanCache struct {
 }
 
 type cacheEntry struct {
-	static
+	// proc is the Process the last scan handed out for this identity, or
+	// made for it: it holds the static fields (argv, exe, cwd, uid,
+	// cgroup, freezer, nspid), and the stat they go with. The next scan
+	// hands out the same pointer when stat shows nothing new (see
+	// sameStat), so an idle process costs no allocation, and a changed one
+	// a copy with the new stat; a Process is never written once handed
+	// out, which is what lets snapshots share it. Keeping the static
+	// fields there rather than in a copy of their own saves some 140
+	// bytes of heap per process, 1.4 MB at 10,000.
+	proc *Process
+	// startCode (stat field 26) as of the read, to notice an execve (see
+	// scanCache.lookup); comm is proc's.
+	startCode uint64
 	// gen is the last scan generation that saw this identity.
 	gen uint64
 	// seeded marks an entry Seed made with fields unread: the next scan
@@ -63,12 +75,18 @@ type cacheEntry struct {
 	// since runtimes move what they start into its cgroup right after
 	// fork, and a read before the move would cache the wrong one.
 	young bool
-	// proc is the Process the last scan handed out for this identity, built
-	// from this entry's static fields. The next scan hands out the same
-	// pointer when stat shows nothing new (see sameStat), so an idle process
-	// costs no allocation; a Process is never written once handed out,
-	// which is what lets snapshots share it.
-	proc *Process
+	// argvLate marks an argv read empty from a live process that is no
+	// kernel thread: most likely one caught inside execve (see
+	// scanCache.lookup), so each scan reads cmdline again until it is not.
+	argvLate bool
+}
+
+// setStatic replaces the static fields of the entry's Process: with a
+// copy, since the Process may have been handed out.
+func (e *cacheEntry) setStatic(sf *static) {
+	p := *e.proc
+	setStatic(&p, sf)
+	e.proc = &p
 }
 
 // youngAge is how soon after its start a process must be first seen for
@@ -83,7 +101,7 @@ func newScanCache() scanCache {
 // startCode show the process has exec'd since the entry was made.
 func (c *scanCache) lookup(id Identity, comm string, startCode uint64) *cacheEntry {
 	e := c.entries[id]
-	if e == nil || e.comm != comm {
+	if e == nil || e.proc.Comm != comm {
 		return nil
 	}
 	if startCode != 0 && e.startCode != 0 && startCode != e.startCode {

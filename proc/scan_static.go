@@ -69,8 +69,14 @@ func (s *Scanner) readStatics(kthreadd bool) {
 			}
 			for _, i := range todo[start:min(end, len(todo))] {
 				f := &s.found[i]
-				f.entry = &cacheEntry{gen: s.gen}
-				f.entry.static, f.gone = r.read(s.root, &f.st, f.st.kernel(kthreadd), s.mounts, s.need)
+				kernel := f.st.kernel(kthreadd)
+				var sf static
+				if sf, f.gone = r.read(s.root, &f.st, kernel, s.mounts, s.need); f.gone {
+					continue
+				}
+				p := new(Process)
+				fillProcess(p, &f.st, &sf, kernel, s.pageSize)
+				f.entry = &cacheEntry{proc: p, startCode: f.st.startCode, gen: s.gen, argvLate: sf.argvLate}
 			}
 		}
 	}
@@ -88,11 +94,14 @@ func (s *Scanner) readStatics(kthreadd bool) {
 	for _, i := range todo {
 		if f := &s.found[i]; !f.gone {
 			f.entry.young = f.st.start > bornAfter
-			s.strings.internStatic(&f.entry.static)
+			s.strings.internProcess(f.entry.proc) // not handed out yet
 			s.cache.store(f.st.identity(), f.entry)
 		}
 	}
 	s.strings.trim(s.cache.len())
+	for _, r := range s.readers {
+		r.strings.trim(s.cache.len())
+	}
 }
 
 // argvArrived reports whether the cached entry e for f was made with an
@@ -125,13 +134,13 @@ func (s *Scanner) readCgroupAgain(f *statRead) {
 	r := s.mainReader()
 	r.begin(s.root, f.st.pid)
 	v2, freezer, err := r.readCgroups(s.mounts)
-	if err != nil || v2 == e.cgroup && freezer == e.freezer {
+	if err != nil || v2 == e.proc.Cgroup && freezer == e.proc.Freezer {
 		return
 	}
-	sf := e.static
+	sf := staticOf(e.proc)
 	sf.cgroup, sf.freezer = v2, freezer
 	s.strings.internStatic(&sf)
-	e.static, e.proc = sf, nil
+	e.setStatic(&sf)
 }
 
 // mainReader is the reader of the scanning goroutine, for the few reads
@@ -159,10 +168,10 @@ func (s *Scanner) readSeeded(f *statRead) {
 	e := f.entry
 	e.seeded = false
 	r := s.mainReader()
-	sf := e.static
+	sf := staticOf(e.proc)
 	r.begin(s.root, f.st.pid)
 	r.details(&f.st, &sf, s.need)
-	if sf.unread == e.unread {
+	if sf.unread == e.proc.Unread {
 		return
 	}
 	if r.missing && !r.sameProcess(&f.st) {
@@ -171,7 +180,7 @@ func (s *Scanner) readSeeded(f *statRead) {
 	}
 	sf.partial = sf.partial || r.missing
 	s.strings.internStatic(&sf)
-	e.static, e.proc = sf, nil
+	e.setStatic(&sf)
 }
 
 // interner shares one copy of the strings many processes have alike: the
@@ -196,11 +205,29 @@ func (in *interner) intern(s string) string {
 	return s
 }
 
+// internBytes is intern for bytes: only a string not seen before is
+// allocated.
+func (in *interner) internBytes(b []byte) string {
+	if t, ok := in.m[string(b)]; ok || len(b) == 0 {
+		return t
+	}
+	return in.intern(string(b))
+}
+
 func (in *interner) internStatic(sf *static) {
 	sf.exe = in.intern(sf.exe)
 	sf.cwd = in.intern(sf.cwd)
 	sf.cgroup = in.intern(sf.cgroup)
 	sf.freezer = in.intern(sf.freezer)
+}
+
+// internProcess interns the static strings of a Process no snapshot holds
+// yet.
+func (in *interner) internProcess(p *Process) {
+	p.Exe = in.intern(p.Exe)
+	p.Cwd = in.intern(p.Cwd)
+	p.Cgroup = in.intern(p.Cgroup)
+	p.Freezer = in.intern(p.Freezer)
 }
 
 // trim forgets the table once it has grown well past the live processes'

@@ -25,7 +25,9 @@ const (
 // heapTuner sets the collector's target from the live heap after each
 // refresh; nil (the user chose with GOGC) does nothing.
 type heapTuner struct {
-	pct    int
+	pct int
+	// big is the live heap past which the target is longRunGOGC.
+	big    uint64
 	sample []metrics.Sample
 }
 
@@ -35,7 +37,7 @@ func longRunning() *heapTuner {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return nil
 	}
-	return &heapTuner{pct: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	return &heapTuner{pct: 100, big: bigHeap, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 }
 
 // refreshed picks the target for the heap a refresh left.
@@ -45,7 +47,7 @@ func (h *heapTuner) refreshed() {
 	}
 	metrics.Read(h.sample)
 	want := 100
-	if h.sample[0].Value.Kind() == metrics.KindUint64 && h.sample[0].Value.Uint64() > bigHeap {
+	if h.sample[0].Value.Kind() == metrics.KindUint64 && h.sample[0].Value.Uint64() > h.big {
 		want = longRunGOGC
 	}
 	if want != h.pct {
