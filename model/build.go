@@ -390,25 +390,22 @@ type build struct {
 	procs      map[*Sandbox][]*proc.Process // members, in attribution order
 	rules      map[*Sandbox][]*Rule
 	firstR     map[*Sandbox]int // lowest rule index that matched the sandbox
-	// matchedArgv keeps, per sandbox, the processes a rule matched, for
-	// the socket-supervisor test (the flag is on the matched process).
-	matched map[*Sandbox][]matchedProc
+	// matched keeps, per sandbox, the processes a rule matched, for the
+	// socket-supervisor test (the flag is on the matched process).
+	matched map[*Sandbox][]*proc.Process
 	// procChunks, matchedChunks and childChunks back the lists of procs,
 	// matched and Member.Children.
 	procChunks    chunks[*proc.Process]
-	matchedChunks chunks[matchedProc]
+	matchedChunks chunks[*proc.Process]
 	childChunks   chunks[*Member]
 	// last collects what reuse needs to know about this Build.
 	last *lastBuild
+	// keyBuf is scratch space for sandbox.
+	keyBuf []byte
 	// stickyAncestors is set when a process joined a sandbox only through
 	// a sticky member (rule 2 after rule 4): the next Build labels it
 	// sticky instead, so this Build's result cannot be reused as it is.
 	stickyAncestors bool
-}
-
-type matchedProc struct {
-	p *proc.Process
-	m Match
 }
 
 // Build groups snap into sandboxes. prev, when not nil, is the previous view
@@ -442,10 +439,10 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 		rules:   map[*Sandbox][]*Rule{},
 		firstR:  map[*Sandbox]int{},
 		procs:   map[*Sandbox][]*proc.Process{},
-		matched: map[*Sandbox][]matchedProc{},
+		matched: map[*Sandbox][]*proc.Process{},
 		// Room for a chunk per ten processes, a sandbox's worth.
 		procChunks:    newChunks[*proc.Process](len(snap.Procs) / 10 * chunkLen),
-		matchedChunks: newChunks[matchedProc](len(snap.Procs) / 10 * chunkLen),
+		matchedChunks: newChunks[*proc.Process](len(snap.Procs) / 10 * chunkLen),
 		last: &lastBuild{
 			supWalk: map[int]struct{}{},
 			groups:  map[int]string{},
@@ -494,19 +491,30 @@ func (w *build) excluded(p *proc.Process) bool {
 
 // keyOf is the Key of the sandbox a match names.
 func keyOf(m Match) string {
-	runtime := ""
+	return string(appendKeyOf(nil, m))
+}
+
+// appendKeyOf appends keyOf(m) to b.
+func appendKeyOf(b []byte, m Match) []byte {
 	if m.Rule != nil {
-		runtime = m.Rule.Name
+		b = append(b, m.Rule.Name...)
 	}
-	return runtime + ":" + qualify(m.Namespace, m.ID)
+	b = append(b, ':')
+	if m.Namespace != "" {
+		b = append(append(b, m.Namespace...), '/')
+	}
+	return append(b, m.ID...)
 }
 
 // sandbox returns the sandbox m names (its rule's runtime, its namespace
 // and its ID), made if need be.
 func (w *build) sandbox(m Match) *Sandbox {
-	key := keyOf(m)
-	sb := w.byID[key]
+	// The key is spelt in a buffer, and a string made only for a new
+	// sandbox: a sandbox is named again by each of its members.
+	w.keyBuf = appendKeyOf(w.keyBuf[:0], m)
+	sb := w.byID[string(w.keyBuf)]
 	if sb == nil {
+		key := string(w.keyBuf)
 		sb = &Sandbox{ID: m.ID, Namespace: m.Namespace, key: key}
 		if m.Rule != nil {
 			sb.Runtime = m.Rule.Name
@@ -661,7 +669,7 @@ func (w *build) attributeByRule() {
 
 func (w *build) assignMatch(i int, p *proc.Process, sb *Sandbox, m Match) {
 	w.assign(i, p, sb, ViaRule)
-	w.matched[sb] = w.matchedChunks.add(w.matched[sb], matchedProc{p, m})
+	w.matched[sb] = w.matchedChunks.add(w.matched[sb], p)
 	w.by[i] = m.By
 }
 
@@ -824,11 +832,17 @@ func compareSandboxes(a, b *Sandbox) int {
 // stays apart.
 func (w *build) foldUnqualified() {
 	var bare []*Sandbox
-	named := map[string][]*Sandbox{} // runtime:id -> namespaced sandboxes
 	for _, sb := range w.byID {
 		if sb.Namespace == "" {
 			bare = append(bare, sb)
-		} else {
+		}
+	}
+	if len(bare) == 0 {
+		return // the usual case: no index of the others needed
+	}
+	named := map[string][]*Sandbox{} // runtime:id -> namespaced sandboxes
+	for _, sb := range w.byID {
+		if sb.Namespace != "" {
 			k := sb.Runtime + ":" + sb.ID
 			named[k] = append(named[k], sb)
 		}

@@ -188,8 +188,12 @@ func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
 // claims reports whether dir names sb: a cgroup matcher of a rule that
 // matched sb recognises it, or sb's ID is part of one of its components.
 // Answers are remembered across builds (the regexps were a tenth of a
-// steady Build).
+// steady Build), except by a one-off Build, which has no next one (and
+// asks each question about once: see dedicated).
 func (w *build) claims(sb *Sandbox, dir string) bool {
+	if w.alike != nil {
+		return w.claimsUncached(sb, dir)
+	}
 	key := claimKey{id: sb.Key(), dir: dir}
 	for _, r := range w.rules[sb] {
 		i, ok := w.ruleIndex[r]

@@ -194,8 +194,8 @@ func (w *build) supervise(sb *Sandbox) {
 		sb.SupervisorNote = "supervisor gone: no ancestor within 16 levels matches the rule's supervisor pattern"
 	case sup.SocketFlag != "":
 		path := ""
-		for _, mp := range w.matched[sb] {
-			if v, ok := FlagValue(mp.p.Argv, sup.SocketFlag); ok {
+		for _, p := range w.matched[sb] {
+			if v, ok := FlagValue(p.Argv, sup.SocketFlag); ok {
 				path = v
 				break
 			}
