@@ -3,6 +3,8 @@ package model
 import (
 	"maps"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 
@@ -20,7 +22,9 @@ func TestMain(m *testing.M) { os.Exit(benchfleet.Run(m)) }
 // snapshot where some processes used CPU, or where a job started in some
 // sandboxes; cold is a throwaway Build, as `sandtop list` does. Grouping
 // must stay linear in the processes and under a tenth of a steady scan
-// (BenchmarkScanSteady); ns/proc shows the first.
+// (BenchmarkScanSteady); ns/proc shows the first. live-B/proc is the heap
+// that steady's Builder and view hold between refreshes (what the watch
+// loop pays for grouping), and that cold's view holds.
 func BenchmarkBuild(b *testing.B) {
 	rules := Effective(nil, true)
 	for _, n := range benchfleet.Procs() {
@@ -45,6 +49,10 @@ func BenchmarkBuild(b *testing.B) {
 				}
 				stop()
 				reportPerProc(b, snap, prev)
+				held := liveHeap()
+				runtime.KeepAlive(bld)
+				runtime.KeepAlive(prev)
+				reportLive(b, snap, held)
 			})
 			// Refreshes where processes ticked CPU (one member of every
 			// sandbox, a VM's firecracker process; or every process), or
@@ -95,6 +103,9 @@ func BenchmarkBuild(b *testing.B) {
 				}
 				stop()
 				reportPerProc(b, snap, v)
+				held := liveHeap()
+				runtime.KeepAlive(v)
+				reportLive(b, snap, held)
 			})
 		})
 	}
@@ -104,6 +115,23 @@ func reportPerProc(b *testing.B, snap *proc.Snapshot, v *View) {
 	b.ReportMetric(float64(len(snap.Procs)), "procs")
 	b.ReportMetric(float64(len(v.Sandboxes)), "sandboxes")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(snap.Procs)), "ns/proc")
+}
+
+// liveHeap returns the bytes of heap that a collection leaves.
+func liveHeap() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// reportLive reports as live-B/proc how much more the heap held (held,
+// while the benchmark's Builder and view were alive) than it does now
+// that they are not: the caller uses them for the last time before.
+func reportLive(b *testing.B, snap *proc.Snapshot, held uint64) {
+	if now := liveHeap(); held > now {
+		b.ReportMetric(float64(held-now)/float64(len(snap.Procs)), "live-B/proc")
+	}
 }
 
 // tickedCopy returns snap with the processes chosen by tick replaced by

@@ -90,11 +90,11 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 			j++
 		default:
 			n, o, m := news[i], olds[j], l.members[j]
-			r.track(i, j, n, o)
+			same := n == o || sameShape(n, o)
+			r.track(i, j, n, o, same)
 			switch {
-			case n == o:
-			case sameShape(n, o):
-				if m != nil {
+			case same:
+				if n != o && m != nil {
 					r.change(m, n)
 				}
 			case m != nil && r.reExec(m, n, o):
@@ -216,8 +216,9 @@ func (r *reuser) now(m *Member) *proc.Process {
 // refresh copies none); when one was (see realign), they move to an
 // array of their own, which replaces the last once the reuse succeeds. An
 // update in place that a failed reuse leaves behind is still true: a
-// memo says what it holds for by its p.
-func (r *reuser) track(i, j int, n, o *proc.Process) {
+// memo says what it holds for by its p. same says that n and o agree on
+// everything attribution reads (sameShape), the match inputs included.
+func (r *reuser) track(i, j int, n, o *proc.Process, same bool) {
 	l := r.l
 	if l.memos == nil || (r.memos == nil && n == o) {
 		return
@@ -225,6 +226,8 @@ func (r *reuser) track(i, j int, n, o *proc.Process) {
 	m := l.memos[j]
 	switch {
 	case m.p == nil:
+	case same:
+		m.p = n
 	case n.Start != o.Start || !m.holds(n):
 		m = matchMemo{}
 	default:
