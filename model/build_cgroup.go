@@ -319,7 +319,7 @@ func (w *build) merge(dst, src *Sandbox, alias bool) {
 	}
 	for k, v := range src.Vars {
 		if _, ok := dst.Vars[k]; !ok {
-			dst.Vars[k] = v
+			dst.setVar(k, v)
 		}
 	}
 	if alias {

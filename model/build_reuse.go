@@ -32,8 +32,6 @@ type lastBuild struct {
 	// members holds the Member of each process of snap, by position; nil
 	// for a process in no sandbox.
 	members []*Member
-	// spare is the members array before last, for the next reuse to fill.
-	spare []*Member
 	// memos are the match memos of snap's processes, by position (see
 	// matchMemo); spareMemos is the array before last, for the next Build
 	// to fill.
@@ -61,7 +59,6 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	r := reuser{l: l, rules: b.rules, snap: snap, prev: prev}
 	// Walk both snapshots in pid order at once.
 	olds, news := l.snap.Procs, snap.Procs
-	at := grown(l.spare, len(news)) // the last Member of each process, by new position
 	var unattributed []*proc.Process
 	for i, j := 0, 0; i < len(news) || j < len(olds); {
 		switch {
@@ -110,7 +107,9 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 					return nil
 				}
 			}
-			at[i] = m
+			if r.at != nil {
+				r.at[i] = m
+			}
 			if m == nil {
 				unattributed = appendUser(unattributed, n)
 			}
@@ -122,16 +121,15 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 		return nil
 	}
 
-	v := r.apply(at, unattributed)
+	v := r.apply(unattributed)
 	if v == nil {
 		return nil
 	}
-	// The arrays retired are cleared now rather than when they are used
-	// again: until then they would keep the processes and members of an
-	// older snapshot.
-	clear(l.members)
-	l.snap, l.view, l.members, l.spare = snap, v, at, l.members
+	l.snap, l.view, l.members = snap, v, v.members
 	if r.memos != nil {
+		// The memos retired are cleared now rather than when they are
+		// used again: until then they would keep the processes of an
+		// older snapshot.
 		clear(l.memos)
 		l.memos, l.spareMemos = r.memos, l.memos
 	}
@@ -146,6 +144,12 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 type reuser struct {
 	l     *lastBuild
 	rules Rules
+	// at holds the last Member of each process, by new position, once a
+	// process was born or exited (see realign); until then the positions
+	// agree and l.members says it. apply points it at the new view's
+	// sandboxes. It is an array of its own, since the views before keep
+	// theirs.
+	at []*Member
 	// memos are the match memos of the new snapshot by position, carried
 	// from the last (see track); a newborn has none, so that a host whose
 	// short-lived processes never touch a sandbox adds nothing.
@@ -233,9 +237,14 @@ func (r *reuser) track(i, j int, n, o *proc.Process) {
 	}
 }
 
-// realign gives the new snapshot's memos an array of their own, at the
-// first birth or exit, i being the first new position not yet walked.
+// realign gives the new snapshot's members and memos arrays of their own,
+// at the first birth or exit, i being the first new position not yet
+// walked.
 func (r *reuser) realign(i int) {
+	if r.at == nil {
+		r.at = make([]*Member, len(r.snap.Procs))
+		copy(r.at, r.l.members[:i])
+	}
 	if r.memos != nil || r.l.memos == nil {
 		return
 	}

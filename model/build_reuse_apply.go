@@ -1,7 +1,6 @@
 package model
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/sandtop/sandtop/proc"
@@ -10,10 +9,10 @@ import (
 // apply makes the view of the new snapshot from the previous one and the
 // changes the walk found and classified: sandboxes none of whose members
 // changed are shared, those that gained or lost members are laid again,
-// the others copied with their new processes, each judged again. at, the
-// Member of each process by position, is pointed at the new members. It
-// returns nil when a change turns out to need a full Build after all.
-func (r *reuser) apply(at []*Member, unattributed []*proc.Process) *View {
+// the others copied with their new processes, each judged again. The
+// Member of each process by position (r.at) is pointed at the new members.
+// It returns nil when a change turns out to need a full Build after all.
+func (r *reuser) apply(unattributed []*proc.Process) *View {
 	l, snap, prev := r.l, r.snap, r.prev
 	cgroups := sameStates(snap.Cgroups, l.snap.Cgroups) && sameStates(snap.Freezers, l.snap.Freezers)
 	listeners := sameListeners(snap.Listeners, l.snap.Listeners)
@@ -24,7 +23,6 @@ func (r *reuser) apply(at []*Member, unattributed []*proc.Process) *View {
 		Sandboxes:    make([]*Sandbox, len(prev.Sandboxes)),
 		Unattributed: unattributed,
 		byID:         prev.byID,
-		byMember:     prev.byMember,
 	}
 	// Sandboxes that gained or lost members get their trees laid again;
 	// remap says where each surviving Member went.
@@ -44,14 +42,15 @@ func (r *reuser) apply(at []*Member, unattributed []*proc.Process) *View {
 		}
 		v.Sandboxes[k] = sb
 	}
-	if len(r.joins) > 0 || len(r.gone) > 0 {
-		v.byMember = maps.Clone(prev.byMember)
-		for _, m := range r.gone {
-			delete(v.byMember, m.ID())
+	at := r.at
+	if at == nil {
+		// No process was born or exited: while every sandbox is shared,
+		// so are the members by position.
+		if slices.Equal(v.Sandboxes, prev.Sandboxes) {
+			v.members = l.members
+			return v
 		}
-		for _, jn := range r.joins {
-			v.byMember[jn.p.ID()] = jn.sb
-		}
+		at = slices.Clone(l.members)
 	}
 	for i, m := range at {
 		switch {
@@ -65,6 +64,7 @@ func (r *reuser) apply(at []*Member, unattributed []*proc.Process) *View {
 	for _, jn := range r.joins {
 		at[jn.pos] = r.born[jn.p]
 	}
+	v.members = at
 	return v
 }
 

@@ -318,6 +318,10 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 		b := NewBuilder(rules)
 		var prev *View
 		var log []string
+		var older []struct {
+			v    *View
+			said string
+		}
 		for range steps {
 			s := w.snapshot()
 			before := b.Stats().Reused
@@ -327,6 +331,18 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 			if g, wnt := dumpView(got), dumpView(want); g != wnt {
 				t.Fatalf("seed %d after %v (reused %v):\n--- reuse\n%s--- full build\n%s", seed, log[max(0, len(log)-5):], b.Stats().Reused > before, g, wnt)
 			}
+			// Views stay as they were built: the refreshes after them
+			// must not reuse what they hold (their members by position).
+			if len(older) == 2 {
+				if o := older[0]; membership(o.v) != o.said {
+					t.Fatalf("seed %d: a view two refreshes old now says\n%s\nwhere it said\n%s", seed, membership(o.v), o.said)
+				}
+				older = older[1:]
+			}
+			older = append(older, struct {
+				v    *View
+				said string
+			}{got, membership(got)})
 			prev = got
 			// One to three changes between two refreshes: a child can be
 			// born under a parent born since the last one.
@@ -346,6 +362,22 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 	if reused < builds/5 || reused > builds*9/10 {
 		t.Errorf("%d of %d builds reused: the random host does not exercise both paths", reused, builds)
 	}
+}
+
+// membership lists the sandbox SandboxOf gives for each process of v,
+// and any Member v holds by position that is not that process's in that
+// sandbox.
+func membership(v *View) string {
+	var b strings.Builder
+	for i, p := range v.Snapshot.Procs {
+		if sb := v.SandboxOf(p.ID()); sb != nil {
+			fmt.Fprintf(&b, "%d:%s ", p.PID, sb.Key())
+		}
+		if m := v.members[i]; m != nil && (m.Process != p || v.Sandboxes[m.sb].Members[m.ord] != m) {
+			fmt.Fprintf(&b, "(pid %d: member of another view) ", p.PID)
+		}
+	}
+	return b.String()
 }
 
 // checkMemos fails the test unless b's match memos are aligned with its

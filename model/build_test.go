@@ -696,3 +696,45 @@ func (b *Builder) remembered() int {
 	}
 	return n
 }
+
+// TestSharedVarsStayUnwritten: the Builder shares one Vars map between the
+// matches of many processes, and a sandbox starts out with its first
+// match's map. A sandbox that gains a capture from another match (one that
+// names a slot, or a sandbox merged into it) must copy the map first:
+// written through, the capture would stick to the shared match, and a
+// later Build would give it to a sandbox whose processes no longer have it.
+func TestSharedVarsStayUnwritten(t *testing.T) {
+	rs := Rules{
+		{Name: "box", Argv: regexp.MustCompile(`^boxd --id (?P<id>\S+)`)},
+		{Name: "box", Cgroup: regexp.MustCompile(`^/box/(?P<id>[^/]+)/(?P<slot>[^/]+)$`)},
+	}
+	daemon := pr(300, 1, "boxd --id aaaa1111aaaa", cgroup("/daemons"))
+	worker := pr(301, 1, "work", cgroup("/box/aaaa1111aaaa/slot7"))
+	// A daemon whose cgroup names a sandbox that only a worker's cgroup
+	// found: that one is merged into the daemon's, slot and all.
+	daemon2 := pr(400, 1, "boxd --id cccc3333cccc", cgroup("/daemons/dddd4444dddd"))
+	worker2 := pr(500, 1, "work", cgroup("/box/dddd4444dddd/slot9"))
+	b := NewBuilder(rs)
+	v := b.Build(snap(daemon, worker, daemon2, worker2), nil)
+	for id, slot := range map[string]string{"aaaa1111aaaa": "slot7", "cccc3333cccc": "slot9"} {
+		if sb := one(t, v, id); sb.Vars["slot"] != slot || sb.Vars["id"] != id {
+			t.Errorf("vars %v, want id %s and slot %s", sb.Vars, id, slot)
+		}
+	}
+	if sb := one(t, v, "cccc3333cccc"); !slices.Contains(sb.Aliases, "dddd4444dddd") {
+		t.Fatalf("aliases %v: the merge this test needs did not happen", sb.Aliases)
+	}
+	for _, m := range b.shared {
+		if m.Rule == rs[0] && len(m.Vars) != 1 {
+			t.Errorf("a daemon's shared match has vars %v, want its own id only", m.Vars)
+		}
+	}
+	// The workers leave: each daemon's sandbox is what its own match
+	// captured, and nothing else.
+	v = b.Build(snap(daemon, daemon2), nil)
+	for _, id := range []string{"aaaa1111aaaa", "cccc3333cccc"} {
+		if sb := one(t, v, id); len(sb.Vars) != 1 {
+			t.Errorf("after the workers left, %s has vars %v, want the id only", id, sb.Vars)
+		}
+	}
+}

@@ -19,7 +19,6 @@ func (w *build) finish() *View {
 		Snapshot:  w.snap,
 		Sandboxes: w.sorted(),
 		byID:      make(map[string]int32, len(w.byID)),
-		byMember:  make(map[proc.Identity]int32, w.attributed),
 	}
 	members := make(map[*Sandbox][]*Member, len(w.procs))
 	for i, sb := range v.Sandboxes {
@@ -51,7 +50,6 @@ func (w *build) finish() *View {
 		*m = Member{Process: p, Via: w.via[i], MatchedBy: w.by[i], sb: sb.idx}
 		byPos[i] = m
 		members[sb] = append(members[sb], m)
-		v.byMember[p.ID()] = sb.idx
 	}
 	// A parent per ten members is plenty: a container shim parents them
 	// all, a vm0 chain one each.
@@ -66,7 +64,7 @@ func (w *build) finish() *View {
 		sb.Reconcile = w.reconcile(sb)
 		sb.rules = w.rules[sb]
 	}
-	w.last.members = byPos
+	v.members, w.last.members = byPos, byPos
 	return v
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/sandtop/sandtop/proc"
@@ -106,7 +107,14 @@ func (d Document) Encode(w io.Writer) error {
 // processes the whole document was another 25% of `list --json`'s heap).
 func (v *View) EncodeDocument(w io.Writer, all bool) error {
 	d := v.documentHead()
-	sandboxes := elements{n: len(v.Sandboxes), at: func(i int) any { return v.sandboxJSON(v.Sandboxes[i]) }}
+	// Each sandbox's processes are written before the next is converted,
+	// so one array holds them all in turn.
+	var procs []ProcessJSON
+	sandboxes := elements{n: len(v.Sandboxes), at: func(i int) any {
+		s := v.sandboxJSON(v.Sandboxes[i], procs[:0])
+		procs = s.Processes
+		return s
+	}}
 	var unattributed elements
 	if all && len(v.Unattributed) > 0 {
 		unattributed = elements{n: len(v.Unattributed), at: func(i int) any { return v.processJSON(v.Unattributed[i]) }}
@@ -167,7 +175,10 @@ func (d Document) encode(w io.Writer, sandboxes, unattributed elements) error {
 }
 
 // writeArray writes xs as a field of the document's top level, indented as
-// json.Encoder would.
+// json.Encoder would. The elements go through one Encoder and one buffer,
+// which both keep their memory from one element to the next: a
+// MarshalIndent per element allocated its text three times over (12.5 MB
+// for 5.7 MB of text at 10,000 processes).
 func writeArray(bw *bufio.Writer, xs elements) error {
 	if xs.at == nil {
 		_, err := bw.WriteString("null")
@@ -177,14 +188,19 @@ func writeArray(bw *bufio.Writer, xs elements) error {
 		_, err := bw.WriteString("[]")
 		return err
 	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("    ", "  ")
 	bw.WriteByte('[')
 	for k := range xs.n {
-		b, err := json.MarshalIndent(xs.at(k), "    ", "  ")
-		if err != nil {
+		buf.Reset()
+		if err := enc.Encode(xs.at(k)); err != nil {
 			return err
 		}
 		bw.WriteString("\n    ")
-		bw.Write(b)
+		// What MarshalIndent returns, and the newline Encode ends a
+		// value with.
+		bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
 		if k < xs.n-1 {
 			bw.WriteByte(',')
 		}
@@ -199,7 +215,7 @@ func (v *View) Document(all bool) Document {
 	d := v.documentHead()
 	d.Sandboxes = make([]SandboxJSON, 0, len(v.Sandboxes))
 	for _, sb := range v.Sandboxes {
-		d.Sandboxes = append(d.Sandboxes, v.sandboxJSON(sb))
+		d.Sandboxes = append(d.Sandboxes, v.sandboxJSON(sb, nil))
 	}
 	if all {
 		for _, p := range v.Unattributed {
@@ -227,7 +243,9 @@ func (v *View) documentHead() Document {
 	return d
 }
 
-func (v *View) sandboxJSON(sb *Sandbox) SandboxJSON {
+// sandboxJSON converts sb, appending its processes to procs (which may be
+// nil) for Processes.
+func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 	s := SandboxJSON{
 		ID:         sb.ID,
 		Runtime:    sb.Runtime,
@@ -243,7 +261,10 @@ func (v *View) sandboxJSON(sb *Sandbox) SandboxJSON {
 		Badges:     append([]Badge{}, sb.Badges...),
 		Cleanup:    append([]string{}, sb.Cleanup...),
 		Reconcile:  append([]string{}, sb.Reconcile...),
-		Processes:  make([]ProcessJSON, 0, len(sb.Members)),
+		Processes:  slices.Grow(procs, len(sb.Members)),
+	}
+	if s.Processes == nil {
+		s.Processes = []ProcessJSON{} // a leftover's: [], not null
 	}
 	if sb.Root != nil {
 		s.RootPID = sb.Root.PID

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,25 @@ func TestEncodeDocumentMatchesDocument(t *testing.T) {
 	}
 	if len(views["sandboxes"].Sandboxes) < 2 || len(views["sandboxes"].Unattributed) == 0 {
 		t.Fatalf("the view has %d sandboxes and %d unattributed processes: nothing to compare", len(views["sandboxes"].Sandboxes), len(views["sandboxes"].Unattributed))
+	}
+}
+
+// TestEncodeDocumentEmptyArrays: a sandbox with no process left (a
+// leftover) has "processes": [], never null, however it is written.
+func TestEncodeDocumentEmptyArrays(t *testing.T) {
+	v := &View{Snapshot: snap(), Sandboxes: []*Sandbox{{ID: "gone1234", Runtime: "vm0"}}}
+	var doc, stream bytes.Buffer
+	if err := v.Document(false).Encode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.EncodeDocument(&stream, false); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"Document.Encode": doc.String(), "EncodeDocument": stream.String()} {
+		for _, field := range []string{`"processes": []`, `"badges": []`, `"cleanup": []`, `"reconcile": []`} {
+			if !strings.Contains(out, field) {
+				t.Errorf("%s wrote no %s:\n%s", name, field, out)
+			}
+		}
 	}
 }

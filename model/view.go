@@ -1,6 +1,8 @@
 package model
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/sandtop/sandtop/proc"
@@ -63,11 +65,15 @@ type View struct {
 	// (PID 1 and sandtop itself included; kernel threads excluded).
 	Unattributed []*proc.Process
 
-	// byID and byMember index Sandboxes by position, so that a refresh
-	// that changed no attribution can share them with the last view (see
-	// Builder.reuse).
-	byID     map[string]int32
-	byMember map[proc.Identity]int32
+	// byID indexes Sandboxes by position, so that a refresh that changed
+	// no attribution can share it with the last view (see Builder.reuse).
+	byID map[string]int32
+	// members holds the Member of each process of Snapshot, by position;
+	// nil for a process in no sandbox. It stands in for a map by identity,
+	// which cost five times as much (a tenth of a steady Builder's memory
+	// at 10,000 processes), and the Builder keeps it to compare the next
+	// snapshot with (see lastBuild.members): read-only.
+	members []*Member
 	// base is the view Leftovers.Apply added leftover sandboxes to: what
 	// the Builder built, and what it compares the next snapshot with.
 	base *View
@@ -152,12 +158,14 @@ type Sandbox struct {
 	supOrphan bool
 	socket    string
 	rules     []*Rule
+	// varsShared is set while Vars is a match's map, which sb must not
+	// write (see build.addVars).
+	varsShared bool
 }
 
 // Member is one process of a sandbox.
 type Member struct {
 	*proc.Process
-	Via Via
 	// MatchedBy names the matcher of the rule that recognised this very
 	// process (Via == ViaRule): "argv", "cgroup", …
 	MatchedBy string
@@ -165,6 +173,10 @@ type Member struct {
 	Depth    int
 	Parent   *Member
 	Children []*Member
+	// Via says why the process is in the sandbox. It and Orphan sit next
+	// to ord and sb, with which they fill one word (there is a Member per
+	// process).
+	Via Via
 	// Orphan marks a member re-parented away from its tree.
 	Orphan bool
 
@@ -229,10 +241,23 @@ func (v *View) named(name string) []*Sandbox {
 
 // SandboxOf returns the sandbox a process belongs to, or nil.
 func (v *View) SandboxOf(id proc.Identity) *Sandbox {
-	if i, ok := v.byMember[id]; ok {
-		return v.Sandboxes[i]
+	if v.Snapshot == nil {
+		return nil
 	}
-	return nil
+	i, ok := slices.BinarySearchFunc(v.Snapshot.Procs, id.PID, func(p *proc.Process, pid int) int { return cmp.Compare(p.PID, pid) })
+	if !ok || v.Snapshot.Procs[i].Start != id.Start {
+		return nil
+	}
+	return v.sandboxAt(i)
+}
+
+// sandboxAt returns the sandbox of the process at position i of the
+// view's snapshot, or nil.
+func (v *View) sandboxAt(i int) *Sandbox {
+	if i >= len(v.members) || v.members[i] == nil {
+		return nil
+	}
+	return v.Sandboxes[v.members[i].sb]
 }
 
 // HasBadge reports whether the sandbox carries b.
