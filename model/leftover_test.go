@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -238,6 +239,64 @@ leftovers = ["/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"]
 		_, err := ParseRules([]byte(strings.Replace(good, "/var/lib/agentbox/{id}", tmpl, 1)), "bad.toml")
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `key "leftovers"`) {
 			t.Errorf("leftovers %q: error %v, want one saying %q", tmpl, err, want)
+		}
+	}
+}
+
+// TestLeftoverApplySharesUnchangedSandboxes: the live screen applies the
+// same leftovers every refresh; a sandbox judged the same as last time is
+// the last view's, and one whose leftovers or judgement changed is new.
+func TestLeftoverApplySharesUnchangedSandboxes(t *testing.T) {
+	old := time.Unix(1_700_000_000, 0)
+	rules := Rules{vm0Rule}
+	runner := pr(100, 1, "/usr/bin/runner start --config /etc/vm0.yaml")
+	liveVM := pr(101, 100, "/usr/bin/firecracker --api-sock /run/vm0/sock/live-1/api.sock", cwd("/var/lib/vm0/workspaces/live-1"))
+	f := NewLeftovers(rules)
+	f.Record(Build(snap(runner, liveVM), rules, nil))
+	found := func(v *View, mod time.Time) Found {
+		return Found{Globs: f.Globs(v), Paths: []proc.PathEntry{
+			{Path: "/var/lib/vm0/workspaces/dead-1", Kind: proc.KindDir, ModTime: mod},
+			{Path: "/var/lib/vm0/workspaces/dead-2", Kind: proc.KindDir, ModTime: mod},
+		}}
+	}
+	leftovers := func(v *View) map[string]*Sandbox {
+		out := map[string]*Sandbox{}
+		for _, sb := range v.Sandboxes {
+			if len(sb.Leftovers) > 0 {
+				out[sb.ID] = sb
+			}
+		}
+		if len(out) != 2 {
+			t.Fatalf("leftover sandboxes %v, want dead-1 and dead-2", out)
+		}
+		return out
+	}
+
+	v := Build(snap(runner), rules, nil)
+	first := leftovers(f.Apply(v, found(v, old)))
+	again := leftovers(f.Apply(v, found(v, old)))
+	fresh := NewLeftovers(rules)
+	fresh.Record(Build(snap(runner, liveVM), rules, nil))
+	for id, sb := range again {
+		if sb != first[id] {
+			t.Errorf("%s: a new sandbox for the same leftovers", id)
+		}
+		if want := leftovers(fresh.Apply(v, found(v, old)))[id]; !reflect.DeepEqual(sb, want) {
+			t.Errorf("%s: handed out %+v, a fresh Apply makes %+v", id, *sb, *want)
+		}
+	}
+	// The runner exits: the same paths are now removable.
+	gone := Build(snap(), rules, nil)
+	judged := leftovers(f.Apply(gone, found(gone, old)))
+	for id, sb := range judged {
+		if sb == again[id] || !sb.Leftovers[0].Removable() || again[id].Leftovers[0].Removable() {
+			t.Errorf("%s: after the runner exited, removable %v (the same sandbox: %v)", id, sb.Leftovers[0].Removable(), sb == again[id])
+		}
+	}
+	touched := leftovers(f.Apply(gone, found(gone, old.Add(time.Minute))))
+	for id, sb := range touched {
+		if sb == judged[id] {
+			t.Errorf("%s: the same sandbox for a leftover that changed", id)
 		}
 	}
 }
