@@ -1,8 +1,8 @@
 package model
 
 import (
-	"path/filepath"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
