@@ -103,9 +103,12 @@ bench:
 # missing; needs root. BENCH_COMPARE_SANDTOP measures another build (the
 # "before" column of a before/after table).
 .PHONY: bench-compare bench-serve
+# In a variable: written inside $(or …), the commas would split the sizes
+# into arguments and leave only the first.
+bench_compare_sizes := 100,1000,3000,10000
 bench-compare: build
 	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
-	$(BIN)/benchcompare -sandtop $(or $(BENCH_COMPARE_SANDTOP),$(BIN)/sandtop) -procs $(or $(BENCH_COMPARE_PROCS),100,1000,3000,10000)
+	$(BIN)/benchcompare -sandtop $(or $(BENCH_COMPARE_SANDTOP),$(BIN)/sandtop) -procs $(or $(BENCH_COMPARE_PROCS),$(bench_compare_sizes))
 
 # `sandtop serve --interval 15s` on a fleet of BENCH_COMPARE_PROCS: average
 # CPU over SERVE_WINDOW (default 5m), RSS, scrape time. Needs root.
