@@ -6,8 +6,10 @@ import (
 	"runtime/metrics"
 )
 
-// The commands that run for days on a production host (the screen, serve,
-// record) tune the garbage collector to the heap they hold. Go's default
+// The commands that refresh every second or so for days on a production
+// host (the screen, record) tune the garbage collector to the heap they
+// hold; serve, which scans every 15 s, gives its memory back after each
+// scan instead (exporter.Exporter). Go's default
 // target (100) lets the heap grow to twice what is live before it
 // collects: at 10,000 processes the screen holds about 15 MB, and that
 // much again in garbage was over a third of its resident memory. A
