@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -298,5 +299,51 @@ func TestLeftoverApplySharesUnchangedSandboxes(t *testing.T) {
 		if sb == judged[id] {
 			t.Errorf("%s: the same sandbox for a leftover that changed", id)
 		}
+	}
+}
+
+// BenchmarkLeftoverApply applies 500 leftover VMs of a runtime whose
+// supervisor is known by an ancestor pattern, on a host of 10,000
+// processes none of which is that supervisor: the live screen's case on a
+// host where a runner died and left its workspaces.
+func BenchmarkLeftoverApply(b *testing.B) {
+	rules := Rules{vm0Rule}
+	procs := []*proc.Process{pr(100, 1, "/usr/bin/runner start --config /etc/vm0.yaml"),
+		pr(101, 100, "/usr/bin/firecracker --api-sock /run/vm0/sock/live-1/api.sock", cwd("/var/lib/vm0/workspaces/live-1"))}
+	f := NewLeftovers(rules)
+	f.Record(Build(snap(procs...), rules, nil))
+	procs = procs[:0]
+	for i := range 10_000 {
+		procs = append(procs, pr(1000+i, 1, "/usr/bin/sleep "+strconv.Itoa(i)))
+	}
+	v := Build(snap(procs...), rules, nil)
+	found := Found{Globs: f.Globs(v)}
+	for i := range 500 {
+		found.Paths = append(found.Paths, proc.PathEntry{Path: "/var/lib/vm0/workspaces/dead-" + strconv.Itoa(i), Kind: proc.KindDir})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if lv := f.Apply(v, found); len(lv.Sandboxes) != len(v.Sandboxes)+500 {
+			b.Fatalf("%d sandboxes", len(lv.Sandboxes))
+		}
+	}
+}
+
+// TestSupervisorAliveSeesNewSockets: the answer remembered for a snapshot
+// must not outlive a socket recorded since.
+func TestSupervisorAliveSeesNewSockets(t *testing.T) {
+	r := &Rule{Name: "shim", Supervisor: Supervisor{SocketFlag: "-address"}}
+	f := NewLeftovers(Rules{r})
+	dead := &Sandbox{ID: "dead", Runtime: "shim", Rule: r, rules: []*Rule{r}}
+	s := snap()
+	s.Listeners = map[string]bool{"/run/shim.sock": true}
+	if alive, note := f.SupervisorAlive(dead, s); alive {
+		t.Fatalf("no socket recorded yet: alive (%s)", note)
+	}
+	live := &Sandbox{ID: "live", Runtime: "shim", Rule: r, rules: []*Rule{r}, socket: "/run/shim.sock",
+		Members: []*Member{{Process: pr(10, 1, "/usr/bin/shim -address /run/shim.sock")}}}
+	f.Record(&View{Sandboxes: []*Sandbox{live}})
+	if alive, note := f.SupervisorAlive(dead, s); !alive {
+		t.Errorf("after its socket was recorded: not alive (%s)", note)
 	}
 }
