@@ -153,8 +153,8 @@ func (f *Leftovers) record(sb *Sandbox, r *Rule) {
 	f.recorded[r][string(f.keyBuf)] = vars
 }
 
-// recordedVar says which captures Record keeps: all but the ID, and
-// but the ones that captured nothing.
+// recordedVar says which captures Record keeps: all but the ID and those
+// that captured nothing.
 func recordedVar(k, v string) bool { return k != "id" && v != "" }
 
 // appendVarsKey appends the canonical string of the captures of vars that
