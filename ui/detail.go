@@ -73,7 +73,7 @@ func (d detail) view(r *row, c *rowCtx, w, h int) string {
 func (d detail) kv(k, v string, inner int) []string {
 	v = format.Printable(v)
 	vw := max(inner-detailKeyW, 8)
-	wrapped := strings.Split(ansi.Hardwrap(ansi.Wordwrap(v, vw, " /"), vw, true), "\n")
+	wrapped := wrapValue(v, vw)
 	out := make([]string, 0, len(wrapped))
 	for i, part := range wrapped {
 		key := ""
@@ -83,6 +83,40 @@ func (d detail) kv(k, v string, inner int) []string {
 		out = append(out, d.styles.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, key))+d.styles.DetailValue.Render(part))
 	}
 	return out
+}
+
+// wrapValue wraps v to lines of at most w cells: at spaces and slashes,
+// after a hyphen inside a word, and anywhere in a word longer than a line.
+// Not after the hyphens a word starts with: ansi.Wordwrap breaks at every
+// hyphen, and a command line's "-address" read "-" at the end of one line
+// and "address" at the start of the next. Those hyphens are swapped for a
+// non-breaking hyphen (U+2011, one cell) while wrapping, unless v holds
+// one already.
+func wrapValue(v string, w int) []string {
+	const nbHyphen = "\u2011"
+	protect := !strings.Contains(v, nbHyphen)
+	if protect {
+		var b strings.Builder
+		leading := true // at the start of a word, or in its leading hyphens
+		for _, r := range v {
+			switch {
+			case r == ' ':
+				leading = true
+			case r == '-' && leading:
+				b.WriteString(nbHyphen)
+				continue
+			default:
+				leading = false
+			}
+			b.WriteRune(r)
+		}
+		v = b.String()
+	}
+	out := ansi.Hardwrap(ansi.Wordwrap(v, w, " /"), w, true)
+	if protect {
+		out = strings.ReplaceAll(out, nbHyphen, "-")
+	}
+	return strings.Split(out, "\n")
 }
 
 func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []string) {
