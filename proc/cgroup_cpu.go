@@ -2,7 +2,7 @@ package proc
 
 import (
 	"bytes"
-	"errors"
+
 	"path/filepath"
 	"slices"
 
@@ -123,15 +123,11 @@ func (c *cgroupCPU) readMembers(f *cpuFile) bool {
 	if err != nil || n >= len(c.buf) {
 		return false
 	}
-	f.members = f.members[:0]
-	for line := range bytes.Lines(c.buf[:n]) {
-		pid, ok := parseUint(bytes.TrimSpace(line))
-		if !ok {
-			return false
-		}
-		f.members = append(f.members, int(pid))
+	members, err := appendCgroupProcs(f.members[:0], c.buf[:n])
+	if err != nil {
+		return false
 	}
-	slices.Sort(f.members)
+	f.members = members
 	return true
 }
 
@@ -173,20 +169,7 @@ func (c *cgroupCPU) add(path string) {
 }
 
 // openCgroup2 opens a file for reading, and only if it is on cgroup2.
-func openCgroup2(path string) (int, error) {
-	fd, err := openRead(path)
-	if err != nil {
-		return -1, err
-	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != cgroup2SuperMagic {
-		unix.Close(fd)
-		return -1, errNotCgroup2
-	}
-	return fd, nil
-}
-
-var errNotCgroup2 = errors.New("not on cgroup2")
+func openCgroup2(path string) (int, error) { return openOnCgroupfs(path, false) }
 
 // end closes the descriptors of cgroups no process is in any more.
 func (c *cgroupCPU) end() {

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"maps"
 	"path/filepath"
 	"sync/atomic"
@@ -160,13 +161,8 @@ func (c *cgroupFiles) open(path, dir string) (CgroupState, bool) {
 	if c.v1Freezer {
 		name = "freezer.state"
 	}
-	fd, err := openRead(filepath.Join(dir, name))
+	fd, err := openOnCgroupfs(filepath.Join(dir, name), true)
 	if err != nil {
-		return CgroupState{}, false
-	}
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err != nil || (sfs.Type != cgroup2SuperMagic && sfs.Type != cgroupSuperMagic) {
-		unix.Close(fd)
 		return CgroupState{}, false
 	}
 	n, err := preadOnce(fd, c.buf)
@@ -177,6 +173,25 @@ func (c *cgroupFiles) open(path, dir string) (CgroupState, bool) {
 	c.files[path] = &cgroupFile{fd: fd, gen: c.gen}
 	return c.parse(c.buf[:n]), true
 }
+
+// openOnCgroupfs opens a file for reading, and only if it is on cgroup2
+// (or on a v1 hierarchy too, with v1): a descriptor the scanner holds must
+// be one whose reads show the cgroup's state now, which a fixture tree's
+// plain files would not.
+func openOnCgroupfs(path string, v1 bool) (int, error) {
+	fd, err := openRead(path)
+	if err != nil {
+		return -1, err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != cgroup2SuperMagic && (!v1 || sfs.Type != cgroupSuperMagic) {
+		unix.Close(fd)
+		return -1, errNotCgroupfs
+	}
+	return fd, nil
+}
+
+var errNotCgroupfs = errors.New("not on cgroupfs")
 
 func (c *cgroupFiles) parse(b []byte) CgroupState {
 	if c.v1Freezer {

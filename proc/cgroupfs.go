@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 )
 
 // ReadCgroupState reads what cgroupfs says about one cgroup directory: for
@@ -98,26 +98,26 @@ func ReadCgroupProcs(dir string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read cgroup procs: %w", err)
 	}
-	pids, err := parseCgroupProcs(data)
+	pids, err := appendCgroupProcs(nil, data)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", filepath.Join(dir, "cgroup.procs"), err)
 	}
 	return pids, nil
 }
 
-// parseCgroupProcs parses a cgroup.procs file: one pid per line.
-func parseCgroupProcs(data []byte) ([]int, error) {
-	var pids []int
+// appendCgroupProcs appends the pids of a cgroup.procs file (one per line)
+// to pids, which it returns sorted and free of duplicates.
+func appendCgroupProcs(pids []int, data []byte) ([]int, error) {
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
-		pid, err := strconv.Atoi(string(line))
-		if err != nil || pid <= 0 {
+		pid, ok := parseUint(line)
+		if !ok || pid == 0 || pid > math.MaxInt32 {
 			return nil, fmt.Errorf("bad pid %q", line)
 		}
-		pids = append(pids, pid)
+		pids = append(pids, int(pid))
 	}
 	slices.Sort(pids)
 	return slices.Compact(pids), nil

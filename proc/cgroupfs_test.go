@@ -120,9 +120,9 @@ func TestParseCgroupProcs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseCgroupProcs([]byte(tt.in))
+			got, err := appendCgroupProcs(nil, []byte(tt.in))
 			if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
-				t.Errorf("parseCgroupProcs(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+				t.Errorf("appendCgroupProcs(nil, %q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

@@ -182,7 +182,7 @@ func FuzzParseCgroupProcs(f *testing.F) {
 	f.Add([]byte("-5\n"))
 	f.Add([]byte(" 12 \n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		pids, err := parseCgroupProcs(b)
+		pids, err := appendCgroupProcs(nil, b)
 		if err != nil {
 			return
 		}
@@ -191,7 +191,7 @@ func FuzzParseCgroupProcs(f *testing.F) {
 		for _, p := range slices.Backward(pids) {
 			fmt.Fprintf(&out, "%d\n", p)
 		}
-		if again, err := parseCgroupProcs([]byte(out.String())); err != nil || !slices.Equal(again, pids) {
+		if again, err := appendCgroupProcs(nil, []byte(out.String())); err != nil || !slices.Equal(again, pids) {
 			t.Errorf("round trip of %v: %v, %v", pids, again, err)
 		}
 	})

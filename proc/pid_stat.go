@@ -156,6 +156,10 @@ func compactStat(st *procfs.ProcStat) pidStat {
 // identity is the process's identity.
 func (s *pidStat) identity() Identity { return Identity{PID: s.pid, Start: s.start} }
 
+// exited is Process.Zombie for a stat: the process has exited (a zombie,
+// or dead), and its memory and files are gone.
+func (s *pidStat) exited() bool { return s.state == 'Z' || s.state == 'X' }
+
 // kernel is isKernel for a pidStat.
 func (s *pidStat) kernel(kthreaddAt2 bool) bool {
 	return isKernel(procfs.ProcStat{PID: s.pid, PPID: s.ppid, Flags: s.flags}, kthreaddAt2)

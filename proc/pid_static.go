@@ -82,7 +82,7 @@ func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, nee
 		return sf, false
 	}
 	r.begin(root, st.pid)
-	if st.state != 'Z' && st.state != 'X' {
+	if !st.exited() {
 		// A zombie has released its memory and files: cmdline reads empty and
 		// exe/cwd do not resolve (ENOENT), which would look like a vanished
 		// process. Skip them rather than mistake the one for the other.
@@ -119,7 +119,7 @@ func (r *staticReader) details(st *pidStat, sf *static, need func(*Process) Fiel
 			}
 		}
 		sf.unread &^= want
-		alive := st.state != 'Z' && st.state != 'X'
+		alive := !st.exited()
 		if want&FieldExe != 0 && alive {
 			var err error
 			r.n.exe++

@@ -303,7 +303,7 @@ func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 		}
 		ppid := reads[k].st.ppid
 		if j := t.indexOf(ppid); ppid == 0 || j >= 0 && results[j] == readOK &&
-			reads[j].st.start == sl.parentStart && reads[j].st.state != 'Z' && reads[j].st.state != 'X' {
+			reads[j].st.start == sl.parentStart && !reads[j].st.exited() {
 			continue
 		}
 		sl.reuse = false

@@ -81,11 +81,13 @@ type cacheEntry struct {
 	argvLate bool
 }
 
-// setStatic replaces the static fields of the entry's Process: with a
-// copy, since the Process may have been handed out.
-func (e *cacheEntry) setStatic(sf *static) {
+// setStatic replaces the static fields of the entry's Process, their
+// strings interned in in: with a copy, since the Process may have been
+// handed out.
+func (e *cacheEntry) setStatic(sf *static, in *interner) {
 	p := *e.proc
 	setStatic(&p, sf)
+	in.internProcess(&p)
 	e.proc = &p
 }
 

@@ -111,7 +111,7 @@ func (s *Scanner) readStatics(kthreadd bool) {
 // empty argv, having no read error to tell a missing cmdline by; the first
 // failing read here clears it.
 func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
-	if !e.argvLate || f.st.state == 'Z' || f.st.state == 'X' {
+	if !e.argvLate || f.st.exited() {
 		return false
 	}
 	r := s.mainReader()
@@ -139,8 +139,7 @@ func (s *Scanner) readCgroupAgain(f *statRead) {
 	}
 	sf := staticOf(e.proc)
 	sf.cgroup, sf.freezer = v2, freezer
-	s.strings.internStatic(&sf)
-	e.setStatic(&sf)
+	e.setStatic(&sf, &s.strings)
 }
 
 // mainReader is the reader of the scanning goroutine, for the few reads
@@ -179,8 +178,7 @@ func (s *Scanner) readSeeded(f *statRead) {
 		return
 	}
 	sf.partial = sf.partial || r.missing
-	s.strings.internStatic(&sf)
-	e.setStatic(&sf)
+	e.setStatic(&sf, &s.strings)
 }
 
 // interner shares one copy of the strings many processes have alike: the
@@ -212,13 +210,6 @@ func (in *interner) internBytes(b []byte) string {
 		return t
 	}
 	return in.intern(string(b))
-}
-
-func (in *interner) internStatic(sf *static) {
-	sf.exe = in.intern(sf.exe)
-	sf.cwd = in.intern(sf.cwd)
-	sf.cgroup = in.intern(sf.cgroup)
-	sf.freezer = in.intern(sf.freezer)
 }
 
 // internProcess interns the static strings of a Process no snapshot holds
