@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"iter"
 	"maps"
 	"runtime"
 	"slices"
@@ -210,13 +211,7 @@ func (b *Builder) prematch(procs []*proc.Process, ix *pidIndex) {
 	b.pre, b.preProcs, b.preIx = make([]*Match, len(procs)), procs, ix
 	work := func(part []*proc.Process, out []*Match, memo map[alikeKey]*Match) {
 		for i, p := range part {
-			k := alikeOf(p)
-			m, ok := memo[k]
-			if !ok {
-				m = matchOrNil(b.rules.Match(p))
-				memo[k] = m
-			}
-			out[i] = m
+			out[i] = b.matchAlike(memo, p)
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), 4, max(1, len(procs)/prematchPerWorker))
@@ -235,6 +230,18 @@ func (b *Builder) prematch(procs []*proc.Process, ix *pidIndex) {
 
 // matchOrNil and deref turn a match into a pointer, nil for no match, and
 // back.
+// matchAlike is the match of p, looked up in memo by what the rules read
+// of it, and made and remembered there when it is new; nil for none.
+func (b *Builder) matchAlike(memo map[alikeKey]*Match, p *proc.Process) *Match {
+	k := alikeOf(p)
+	m, ok := memo[k]
+	if !ok {
+		m = matchOrNil(b.rules.Match(p))
+		memo[k] = m
+	}
+	return m
+}
+
 func matchOrNil(m Match, ok bool) *Match {
 	if !ok {
 		return nil
@@ -263,13 +270,7 @@ func (b *Builder) match(p *proc.Process) (Match, bool) {
 		}
 	}
 	if b.alike != nil {
-		k := alikeOf(p)
-		m, ok := b.alike[k]
-		if !ok {
-			m = matchOrNil(b.rules.Match(p))
-			b.alike[k] = m
-		}
-		return deref(m)
+		return deref(b.matchAlike(b.alike, p))
 	}
 	i := b.scratch.ix.of(p.PID)
 	if i < 0 || i >= len(b.memos) || b.memoProcs[i] != p {
@@ -305,22 +306,32 @@ func (b *Builder) carryMemos(procs []*proc.Process) []matchMemo {
 	if l.memos == nil {
 		return out
 	}
-	olds := l.snap.Procs
-	for i, j := 0, 0; i < len(procs) && j < len(olds); {
-		switch n, o := procs[i], olds[j]; {
-		case n.PID < o.PID:
-			i++
-		case n.PID > o.PID:
-			j++
-		default:
-			if n.Start == o.Start {
-				out[i] = l.memos[j]
-			}
-			i++
-			j++
-		}
+	for i, j := range sameIdentities(procs, l.snap.Procs) {
+		out[i] = l.memos[j]
 	}
 	return out
+}
+
+// sameIdentities yields the positions (i, j) of every identity in both
+// news and olds, the processes of two snapshots, both in pid order: a walk
+// side by side rather than a lookup of each process in the other.
+func sameIdentities(news, olds []*proc.Process) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i, j := 0, 0; i < len(news) && j < len(olds); {
+			switch n, o := news[i], olds[j]; {
+			case n.PID < o.PID:
+				i++
+			case n.PID > o.PID:
+				j++
+			default:
+				if n.Start == o.Start && !yield(i, j) {
+					return
+				}
+				i++
+				j++
+			}
+		}
+	}
 }
 
 // share returns the shared copy of m, made if need be.
@@ -775,21 +786,13 @@ func (w *build) attributeSticky() {
 		return
 	}
 	joined := false
-	// Both snapshots are in pid order: walk them side by side rather than
-	// look each process up in the previous one.
 	var olds []*proc.Process
 	if w.prev.Snapshot != nil {
 		olds = w.prev.Snapshot.Procs
 	}
-	j := 0
-	for i, p := range w.snap.Procs {
+	for i, j := range sameIdentities(w.snap.Procs, olds) {
+		p := w.snap.Procs[i]
 		if w.owner[i] != nil || w.excluded(p) {
-			continue
-		}
-		for j < len(olds) && olds[j].PID < p.PID {
-			j++
-		}
-		if j == len(olds) || olds[j].PID != p.PID || olds[j].Start != p.Start {
 			continue
 		}
 		old := w.prev.sandboxAt(j)
