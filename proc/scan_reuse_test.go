@@ -342,10 +342,7 @@ func TestStatOfRebuildsTheProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	snap, err := s.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := scan(t, s)
 	for _, p := range snap.Procs {
 		st := statOf(p, 0, snap.PageSize)
 		var again Process
