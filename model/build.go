@@ -50,12 +50,9 @@ type Builder struct {
 	last  *lastBuild
 	stats BuildStats
 	// alike, in a Builder made for one Build (the Build function),
-	// remembers the match of each set of match inputs instead of each
-	// identity: there is no refresh to remember identities for, and most
-	// of a host's processes share their inputs with others (a container's
-	// workers: the same argv in the same cgroup), so each set is matched
-	// once. A nil match is no match.
-	alike map[alikeKey]*Match
+	// remembers the match of each set of alike processes instead of each
+	// identity: there is no refresh to remember identities for.
+	alike *alikeMemo
 	// pre holds, during a one-off Build, the match of each process of
 	// preProcs (the snapshot) by its position (see prematch); preIx finds
 	// the position. A pointer per process: a Match per process was 0.7 MB of
@@ -199,7 +196,7 @@ func NewBuilder(rules Rules) *Builder {
 // Build groups a snapshot into sandboxes with a throwaway Builder.
 func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
 	b := NewBuilder(rules)
-	b.alike = map[alikeKey]*Match{}
+	b.alike = &alikeMemo{}
 	return b.Build(snap, prev)
 }
 
@@ -209,9 +206,9 @@ func Build(snap *proc.Snapshot, rules Rules, prev *View) *View {
 // find each match by its position in the snapshot.
 func (b *Builder) prematch(procs []*proc.Process, ix *pidIndex) {
 	b.pre, b.preProcs, b.preIx = make([]*Match, len(procs)), procs, ix
-	work := func(part []*proc.Process, out []*Match, memo map[alikeKey]*Match) {
+	work := func(part []*proc.Process, out []*Match, memo *alikeMemo) {
 		for i, p := range part {
-			out[i] = b.matchAlike(memo, p)
+			out[i] = memo.match(b.rules, p)
 		}
 	}
 	workers := min(runtime.GOMAXPROCS(0), 4, max(1, len(procs)/prematchPerWorker))
@@ -223,25 +220,13 @@ func (b *Builder) prematch(procs []*proc.Process, ix *pidIndex) {
 	per := (len(procs) + workers - 1) / workers
 	for w := range workers {
 		from, to := min(w*per, len(procs)), min((w+1)*per, len(procs))
-		wg.Go(func() { work(procs[from:to], b.pre[from:to], map[alikeKey]*Match{}) })
+		wg.Go(func() { work(procs[from:to], b.pre[from:to], &alikeMemo{}) })
 	}
 	wg.Wait()
 }
 
 // matchOrNil and deref turn a match into a pointer, nil for no match, and
 // back.
-// matchAlike is the match of p, looked up in memo by what the rules read
-// of it, and made and remembered there when it is new; nil for none.
-func (b *Builder) matchAlike(memo map[alikeKey]*Match, p *proc.Process) *Match {
-	k := alikeOf(p)
-	m, ok := memo[k]
-	if !ok {
-		m = matchOrNil(b.rules.Match(p))
-		memo[k] = m
-	}
-	return m
-}
-
 func matchOrNil(m Match, ok bool) *Match {
 	if !ok {
 		return nil
@@ -270,7 +255,7 @@ func (b *Builder) match(p *proc.Process) (Match, bool) {
 		}
 	}
 	if b.alike != nil {
-		return deref(b.matchAlike(b.alike, p))
+		return deref(b.alike.match(b.rules, p))
 	}
 	i := b.scratch.ix.of(p.PID)
 	if i < 0 || i >= len(b.memos) || b.memoProcs[i] != p {

@@ -442,52 +442,16 @@ func (rs Rules) Needs(p *proc.Process) proc.Fields {
 }
 
 // NeedsAlike returns Needs with a memo: each set of what Needs reads of a
-// process (the fields rules match on, and which of them are unread) is
-// answered once. Most of a host's processes share theirs with others (a
-// container's workers: the same argv in the same cgroup), and a lazy scan
-// asks about each process once or twice: at 10,000 processes nine in ten
-// questions were repeats. The function is safe for concurrent use, like
-// Needs; its memo lives as long as it does, so give it to one scanner.
+// process (the fields rules match on, see alike, and which of them are
+// unread) is answered once while it stays in the memo (see needsMemo).
+// Most of a host's processes share theirs with others (a container's
+// workers: the same argv in the same cgroup), and a lazy scan asks about
+// each process once or twice: at 10,000 processes nine in ten questions
+// were repeats. The function is safe for concurrent use, like Needs; give
+// it to one scanner.
 func (rs Rules) NeedsAlike() func(*proc.Process) proc.Fields {
-	type key struct {
-		alikeKey
-		unread proc.Fields
-	}
-	var mu sync.Mutex
-	memo := map[key]proc.Fields{}
-	return func(p *proc.Process) proc.Fields {
-		if p == nil || p.Kernel || p.Unread == 0 {
-			return 0
-		}
-		k := key{alikeOf(p), p.Unread}
-		mu.Lock()
-		f, ok := memo[k]
-		mu.Unlock()
-		if !ok {
-			f = rs.Needs(p)
-			mu.Lock()
-			memo[k] = f
-			mu.Unlock()
-		}
-		return f
-	}
-}
-
-// alikeKey is everything Rules.Match and Rules.Needs read of a process
-// besides Unread; argv is joined by NULs, which no argument can hold, and
-// counted, so that no two argvs share a key.
-type alikeKey struct {
-	comm, exe, cwd, cgroup, freezer, argv string
-	argc                                  int
-	nestedPIDs, kernel                    bool
-}
-
-func alikeOf(p *proc.Process) alikeKey {
-	return alikeKey{
-		comm: p.Comm, exe: p.Exe, cwd: p.Cwd, cgroup: p.Cgroup, freezer: p.Freezer,
-		argv: strings.Join(p.Argv, "\x00"), argc: len(p.Argv),
-		nestedPIDs: len(p.NSpid) >= 2, kernel: p.Kernel,
-	}
+	m := &needsMemo{}
+	return func(p *proc.Process) proc.Fields { return m.needs(rs, p) }
 }
 
 func (r *Rule) needs(s *subject) proc.Fields {
