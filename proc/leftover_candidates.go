@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // PathKind says what a path found on the host is.
@@ -128,9 +132,9 @@ const maxCgroupDirs = 100000
 
 // ListCgroups walks the cgroup v2 hierarchy (the v1 freezer hierarchy on
 // hosts without cgroup2) and returns the directories want accepts, with
-// their state. It does not descend into an accepted directory: what is
-// below it is part of it. want sees cgroup paths as /proc/PID/cgroup
-// writes them. No mounted hierarchy yields nothing.
+// their state, in lexical order. It does not descend into an accepted
+// directory: what is below it is part of it. want sees cgroup paths as
+// /proc/PID/cgroup writes them. No mounted hierarchy yields nothing.
 func ListCgroups(m Mounts, want func(cgroupPath string) bool) ([]CgroupDir, error) {
 	mount, root, v1 := m.Unified, m.UnifiedRoot, false
 	if mount == "" {
@@ -142,43 +146,122 @@ func ListCgroups(m Mounts, want func(cgroupPath string) bool) ([]CgroupDir, erro
 	if root == "" {
 		root = "/"
 	}
-	var out []CgroupDir
-	visited := 0
-	err := filepath.WalkDir(mount, func(dir string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while we walked
-			}
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if visited++; visited > maxCgroupDirs {
+	w := cgroupWalk{want: want, v1: v1, buf: make([]byte, 8<<10)}
+	if err := w.walk(mount, root, 0); err != nil {
+		return w.out, fmt.Errorf("walk cgroups under %s: %w", mount, err)
+	}
+	return w.out, nil
+}
+
+// cgroupWalk is one ListCgroups. It reads each directory's entries itself
+// into one buffer: a cgroup directory holds a few dozen control files and
+// perhaps a few children, and filepath.WalkDir made an entry and a joined
+// path for every file. At a thousand containers' scopes that was 3 MB of
+// a one-shot list's memory, for the directories alone that it keeps.
+type cgroupWalk struct {
+	want    func(string) bool
+	v1      bool
+	buf     []byte
+	visited int
+	out     []CgroupDir
+}
+
+// walk visits the directories below dir, whose cgroup path is cg and
+// which is depth levels below the mount.
+func (w *cgroupWalk) walk(dir, cg string, depth int) error {
+	if depth == maxCgroupDepth {
+		return nil
+	}
+	names, err := subdirs(dir, w.buf)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // removed while we walked
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if w.visited++; w.visited > maxCgroupDirs {
 			return fmt.Errorf("more than %d cgroups: walk stopped", maxCgroupDirs)
 		}
-		rel, _ := filepath.Rel(mount, dir)
-		if rel != "." && strings.Count(rel, "/")+1 > maxCgroupDepth {
-			return fs.SkipDir
+		d, c := dir+"/"+name, path.Join(cg, name)
+		if !w.want(c) {
+			if err := w.walk(d, c, depth+1); err != nil {
+				return err
+			}
+			continue
 		}
-		cg := path.Join(root, rel)
-		if rel == "." || !want(cg) {
-			return nil
-		}
-		c := CgroupDir{Path: cg, Dir: dir, V1: v1, Populated: true}
-		if fi, err := d.Info(); err == nil {
-			c.ModTime = fi.ModTime()
+		found := CgroupDir{Path: c, Dir: d, V1: w.v1, Populated: true}
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) == nil {
+			found.ModTime = time.Unix(st.Mtim.Unix())
 		}
 		var exists bool
-		if c.Populated, exists = populated(dir, v1); exists {
-			out = append(out, c)
+		if found.Populated, exists = populated(d, w.v1); exists {
+			w.out = append(w.out, found)
 		}
-		return fs.SkipDir
-	})
-	if err != nil {
-		return out, fmt.Errorf("walk cgroups under %s: %w", mount, err)
 	}
-	return out, nil
+	return nil
+}
+
+// subdirs lists the directories in dir (not following symbolic links),
+// sorted, reading its entries with getdents(2) into buf.
+func subdirs(dir string, buf []byte) ([]string, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "getdents", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		names = appendSubdirs(names, fd, buf[:n])
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// appendSubdirs appends the directories among the linux_dirent64 records
+// in b, read from the directory open at fd. A file system that does not
+// fill in d_type (DT_UNKNOWN) costs an fstatat of the entry.
+func appendSubdirs(names []string, fd int, b []byte) []string {
+	// struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2),
+	// d_type (1), then d_name, NUL-terminated.
+	const nameOff = 19
+	for len(b) >= nameOff {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < nameOff || reclen > len(b) {
+			break
+		}
+		typ, name := b[18], b[nameOff:reclen]
+		b = b[reclen:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if string(name) == "." || string(name) == ".." {
+			continue
+		}
+		switch typ {
+		case unix.DT_DIR:
+		case unix.DT_UNKNOWN:
+			var st unix.Stat_t
+			if unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				continue
+			}
+		default:
+			continue
+		}
+		names = append(names, string(name))
+	}
+	return names
 }
 
 // RecheckCgroups reads again the state of the directories a ListCgroups

@@ -1,7 +1,10 @@
 package proc
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -121,4 +124,71 @@ func sleepIn(t *testing.T, dir string) *exec.Cmd {
 		t.Fatalf("move into %s: %v", dir, err)
 	}
 	return cmd
+}
+
+// A file system may leave d_type unknown; the entry is then asked about.
+// Records are built by hand: no file system here leaves it unknown.
+func TestAppendSubdirsWithoutDType(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"sub", "other"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	record := func(name string, typ byte) []byte {
+		n := (19 + len(name) + 1 + 7) &^ 7 // d_reclen is 8-aligned, as the kernel writes it
+		b := make([]byte, n)
+		binary.NativeEndian.PutUint16(b[16:], uint16(n))
+		b[18] = typ
+		copy(b[19:], name)
+		return b
+	}
+	var b []byte
+	for _, name := range []string{".", "..", "sub", "file", "link", "gone"} {
+		b = append(b, record(name, unix.DT_UNKNOWN)...)
+	}
+	b = append(b, record("other", unix.DT_DIR)...)
+	b = append(b, record("fifo", unix.DT_FIFO)...)
+	got := appendSubdirs(nil, fd, b)
+	if want := []string{"sub", "other"}; !slices.Equal(got, want) {
+		t.Errorf("appendSubdirs = %q, want %q (no file, no symbolic link, no vanished entry)", got, want)
+	}
+	// A short or cut record ends the parse rather than reading past it.
+	if got := appendSubdirs(nil, fd, b[:len(b)-3]); !slices.Equal(got, []string{"sub", "other"}) {
+		t.Errorf("a cut last record: %q", got)
+	}
+}
+
+// subdirs reads a directory of more entries than one getdents buffer holds.
+func TestSubdirsOverManyReads(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for i := range 300 {
+		name := fmt.Sprintf("d%03d", i)
+		want = append(want, name)
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f"+name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := subdirs(dir, make([]byte, 512))
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("subdirs = %d names %v, want %d", len(got), err, len(want))
+	}
+	if _, err := subdirs(filepath.Join(dir, "missing"), make([]byte, 512)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("subdirs of a missing directory: %v, want not-exist", err)
+	}
 }
