@@ -83,7 +83,7 @@ instead, and the demo says so.`,
 				}
 			}
 			took := time.Since(start).Round(time.Millisecond)
-			v, err := g.view(false)
+			v, err := g.view(false, nil)
 			if err != nil {
 				return err
 			}

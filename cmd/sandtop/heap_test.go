@@ -4,7 +4,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -14,12 +16,12 @@ func TestGCPercentFor(t *testing.T) {
 	}{
 		{0, 100},
 		{2 << 20, 100},
-		{heapHeadroom, 100},
-		{2 * heapHeadroom, 50},
-		{4 * heapHeadroom, 25},
-		{40 * heapHeadroom, minGOGC},
+		{4 << 20, 100},
+		{8 << 20, 50},
+		{16 << 20, 25},
+		{160 << 20, 25},
 	} {
-		if got := gcPercentFor(tt.live); got != tt.want {
+		if got := gcPercentFor(tt.live, longRunningPacing); got != tt.want {
 			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tt.live>>20, got, tt.want)
 		}
 	}
@@ -37,16 +39,17 @@ func TestHeapTuner(t *testing.T) {
 	}
 	unsetenv(t, "GOGC")
 	h := longRunning()
+	p := longRunningPacing
 	big := make([][]byte, 0, 32)
-	for range 3 * heapHeadroom >> 20 {
+	for range 3 * p.headroom >> 20 {
 		big = append(big, make([]byte, 1<<20))
 	}
 	runtime.GC()
 	h.refreshed()
 	got := debug.SetGCPercent(100)
-	if got < minGOGC || got > 100*heapHeadroom/(3*heapHeadroom) {
+	if got < p.floor || got > 100/3 {
 		t.Errorf("with over %d MiB of live heap, the collector's target is %d, want %d to %d",
-			3*heapHeadroom>>20, got, minGOGC, 100*heapHeadroom/(3*heapHeadroom))
+			3*p.headroom>>20, got, p.floor, 100/3)
 	}
 	runtime.KeepAlive(big)
 }
@@ -58,4 +61,53 @@ func unsetenv(t *testing.T, name string) {
 	if err := os.Unsetenv(name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOneShotHeap runs the one-shot tuner on the test binary's heap: it
+// leaves the target alone until scanned; after a collection with 12 MiB
+// live, the target is the floor, and once that heap is let go it rises
+// again.
+func TestOneShotHeap(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "100")
+	if h := oneShotHeap(); h != nil {
+		t.Errorf("with GOGC set, a tuner: %+v", h)
+	}
+	var none *heapTuner
+	none.scanned() // nil: nothing to do, no panic
+
+	unsetenv(t, "GOGC")
+	h := oneShotHeap()
+	t.Cleanup(h.stop)
+	big := make([][]byte, 0, 12)
+	for range 12 { // 100 × 1.5 MiB / 12 MiB is under the floor
+		big = append(big, make([]byte, 1<<20))
+	}
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	target := func() int {
+		metrics.Read(gogc)
+		return int(gogc[0].Value.Uint64())
+	}
+	h.scanned()
+	floor := oneShotPacing.floor
+	if !eventually(func() bool { runtime.GC(); return target() == floor }) {
+		t.Fatalf("with 12 MiB live, the target is %d after collections, want %d", target(), floor)
+	}
+	runtime.KeepAlive(big)
+	big = nil
+	if !eventually(func() bool { runtime.GC(); return target() > floor }) {
+		t.Errorf("with the 12 MiB let go, the target stays %d", target())
+	}
+}
+
+// eventually polls cond for up to 5 s: a finalizer runs on its own
+// goroutine, some time after the collection that found its object.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
 }

@@ -296,7 +296,7 @@ func lineEmitter(w io.Writer, st *theme.Theme) func(teardown.Event) {
 // completion; an empty view when the host cannot be scanned (a completion
 // then offers nothing rather than an error in the middle of a command line).
 func completionView(g *globals) (*model.View, map[*model.Sandbox]string) {
-	v, err := g.view(false)
+	v, err := g.view(false, nil)
 	if err != nil {
 		return &model.View{}, nil
 	}

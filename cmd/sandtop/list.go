@@ -80,7 +80,7 @@ func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
 		// The text table shows no exe, cwd or uid: the scan reads them
 		// only where a rule needs them. The JSON document carries every
 		// listed process's uid (status), still no exe or cwd.
-		return g.view(o.json)
+		return g.view(o.json, oneShotHeap())
 	case o.at == "":
 		return nil, usageErr(errors.New("--from needs --at: the moment to list"))
 	}

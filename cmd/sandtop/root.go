@@ -170,8 +170,9 @@ func (g *globals) newScanner(opts proc.Options) (*proc.Scanner, error) {
 
 // view scans once and groups the result, reading only what the rules
 // need (a lazy scan), and with uids every process's status too, for
-// output that shows each process's uid.
-func (g *globals) view(uids bool) (*model.View, error) {
+// output that shows each process's uid. heap, when not nil, is the
+// one-shot command's collector tuning (oneShotHeap).
+func (g *globals) view(uids bool, heap *heapTuner) (*model.View, error) {
 	rules, err := g.rules()
 	if err != nil {
 		return nil, err
@@ -192,6 +193,7 @@ func (g *globals) view(uids bool) (*model.View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
+	heap.scanned()
 	return viewOf(snap, rules), nil
 }
 
