@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,6 +89,11 @@ func TestReadmeCommands(t *testing.T) {
 	for _, line := range cmds {
 		t.Run(line, func(t *testing.T) {
 			fields := strings.Fields(line)
+			// Leading NAME=value words set the command's environment.
+			var env []string
+			for len(fields) > 1 && strings.Contains(fields[0], "=") {
+				env, fields = append(env, fields[0]), fields[1:]
+			}
 			switch fields[0] {
 			case "make":
 				cmd := exec.Command("make", "-n", fields[1])
@@ -96,8 +102,11 @@ func TestReadmeCommands(t *testing.T) {
 					t.Errorf("make -n %s: %v\n%s", fields[1], err, out)
 				}
 			case "go":
-				runGo(t, root, fields[1:])
+				runGo(t, root, env, fields[1:])
 			case "sandtop":
+				if env != nil {
+					t.Fatalf("README sets an environment for sandtop, which this test does not: %q", line)
+				}
 				runReadmeSandtop(t, fields[1:], &ids, &pids)
 			default:
 				t.Fatalf("README shows a command this test does not know how to run: %q", line)
@@ -110,15 +119,29 @@ func TestReadmeCommands(t *testing.T) {
 // into a temporary one.
 var testRoot, _ = os.Getwd()
 
-func runGo(t *testing.T, root string, args []string) {
+func runGo(t *testing.T, root string, env, args []string) {
 	t.Helper()
 	switch {
 	case args[0] == "install":
+		bin := t.TempDir()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOBIN="+t.TempDir())
+		cmd.Env = append(append(os.Environ(), "GOBIN="+bin), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("go %v: %v\n%s", args, err, out)
+			return
+		}
+		// The README says the install builds a static binary: no
+		// program interpreter (the dynamic loader) to run it.
+		f, err := elf.Open(filepath.Join(bin, filepath.Base(args[len(args)-1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("go %v with %v built a dynamically linked binary", args, env)
+			}
 		}
 	case args[0] == "run" && args[1] == "./cmd/sandsim":
 		proctest.RequireRoot(t) // a fleet with cgroups
