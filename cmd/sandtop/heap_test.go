@@ -64,9 +64,9 @@ func unsetenv(t *testing.T, name string) {
 }
 
 // TestOneShotHeap runs the one-shot tuner on the test binary's heap: it
-// leaves the target alone until scanned; after a collection with 12 MiB
-// live, the target is the floor, and once that heap is let go it rises
-// again.
+// leaves the target alone until scanned, which does not collect a small
+// heap; with 12 MiB live, scanned collects, the target comes down to the
+// floor, and once that heap is let go it rises again.
 func TestOneShotHeap(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
@@ -76,20 +76,46 @@ func TestOneShotHeap(t *testing.T) {
 	}
 	var none *heapTuner
 	none.scanned() // nil: nothing to do, no panic
-
 	unsetenv(t, "GOGC")
+
+	read := func(name string) uint64 {
+		s := []metrics.Sample{{Name: name}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	collections := func() uint64 { return read("/gc/cycles/total:gc-cycles") }
+	target := func() int { return int(read("/gc/gogc:percent")) }
+
+	small := oneShotHeap()
+	t.Cleanup(small.stop)
+	runtime.GC()
+	if n := read("/memory/classes/heap/objects:bytes"); n < minHeapGoal {
+		before := collections()
+		small.scanned()
+		if collections() != before {
+			t.Errorf("scanned collected a heap of %d KiB", n>>10)
+		}
+	} else {
+		t.Logf("the test binary holds %d KiB of heap: scanned on a small heap is not tried", n>>10)
+	}
+	small.stop()
+
 	h := oneShotHeap()
 	t.Cleanup(h.stop)
 	big := make([][]byte, 0, 12)
 	for range 12 { // 100 × 1.5 MiB / 12 MiB is under the floor
 		big = append(big, make([]byte, 1<<20))
 	}
-	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	target := func() int {
-		metrics.Read(gogc)
-		return int(gogc[0].Value.Uint64())
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	if got := target(); got != 100 {
+		t.Fatalf("before scanned, the target is %d, want Go's 100", got)
 	}
+	before := collections()
 	h.scanned()
+	if collections() == before {
+		t.Errorf("scanned did not collect 12 MiB of heap")
+	}
 	floor := oneShotPacing.floor
 	if !eventually(func() bool { runtime.GC(); return target() == floor }) {
 		t.Fatalf("with 12 MiB live, the target is %d after collections, want %d", target(), floor)

@@ -44,7 +44,9 @@ resident memory, age and badges (orphan, zombie, paused).`,
   sandtop list --from incident.rec --at 03:12 --json   # as of 03:12, from a recording`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, err := o.view(cmd, g)
+			heap := oneShotHeap()
+			defer heap.stop()
+			v, err := o.view(cmd, g, heap)
 			if err != nil {
 				return err
 			}
@@ -71,8 +73,9 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	return cmd
 }
 
-// view scans the host, or reads the recording --from names as of --at.
-func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
+// view scans the host, or reads the recording --from names as of --at;
+// heap is the command's collector tuning (oneShotHeap).
+func (o *listOpts) view(cmd *cobra.Command, g *globals, heap *heapTuner) (*model.View, error) {
 	switch {
 	case o.from == "" && o.at != "":
 		return nil, usageErr(errors.New("--at needs --from: a recording to read"))
@@ -80,7 +83,7 @@ func (o *listOpts) view(cmd *cobra.Command, g *globals) (*model.View, error) {
 		// The text table shows no exe, cwd or uid: the scan reads them
 		// only where a rule needs them. The JSON document carries every
 		// listed process's uid (status), still no exe or cwd.
-		return g.view(o.json, oneShotHeap())
+		return g.view(o.json, heap)
 	case o.at == "":
 		return nil, usageErr(errors.New("--from needs --at: the moment to list"))
 	}
