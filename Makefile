@@ -15,7 +15,7 @@ all: build
 
 # The binaries are static (no cgo): sandtop runs on whatever host it is
 # copied to in an incident, whatever its libc, and maps no libc or loader
-# (1.2 MiB of every command's resident memory). os/user then reads
+# (about 1.4 MiB of every command's resident memory). os/user then reads
 # /etc/passwd itself: a user known only through NSS (LDAP, sssd) shows as
 # a uid.
 build:
