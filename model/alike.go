@@ -29,6 +29,14 @@ func alikeOf(p *proc.Process) alike {
 	}
 }
 
+// alikeProcs reports whether p and q are alike. A process that did not
+// exec shares its argv between snapshots, so its strings usually compare
+// by pointer.
+func alikeProcs(p, q *proc.Process) bool {
+	a, b := alikeOf(p), alikeOf(q)
+	return a.equal(&b)
+}
+
 func (a *alike) equal(b *alike) bool {
 	return a.comm == b.comm && a.exe == b.exe && a.cwd == b.cwd && a.cgroup == b.cgroup &&
 		a.freezer == b.freezer && a.nestedPIDs == b.nestedPIDs && a.kernel == b.kernel &&

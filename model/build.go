@@ -138,25 +138,9 @@ type sharedVars struct {
 	gen  uint64
 }
 
-// matchInputs are the fields of a process that rules match on.
-type matchInputs struct {
-	comm, exe, cgroup, freezer, cwd string
-	argv                            []string
-}
-
-func inputsOf(p *proc.Process) matchInputs {
-	return matchInputs{comm: p.Comm, exe: p.Exe, cgroup: p.Cgroup, freezer: p.Freezer, cwd: p.Cwd, argv: p.Argv}
-}
-
-// same compares the inputs; argv is shared between snapshots while the
-// process does not exec, so its strings usually compare by pointer.
-func (a matchInputs) same(p *proc.Process) bool {
-	return a.comm == p.Comm && a.exe == p.Exe && a.cgroup == p.Cgroup && a.freezer == p.Freezer && a.cwd == p.Cwd && slices.Equal(a.argv, p.Argv)
-}
-
 // holds reports whether the memo answers for p.
 func (m matchMemo) holds(p *proc.Process) bool {
-	return m.p == p || inputsOf(m.p).same(p)
+	return m.p == p || alikeProcs(m.p, p)
 }
 
 // result is the remembered match.
