@@ -110,9 +110,8 @@ func (r *reuser) hasSocketFlag(p *proc.Process) bool {
 
 // matchOf returns the match of a member a rule recognised.
 func (r *reuser) matchOf(p *proc.Process) (Match, bool) {
-	olds := r.l.snap.Procs
-	if j, found := slices.BinarySearchFunc(olds, p.PID, func(q *proc.Process, pid int) int { return q.PID - pid }); found && r.l.memos != nil {
-		if m := r.l.memos[j]; m.p != nil && m.p.Start == p.Start && m.holds(p) {
+	if j := positionOf(r.l.snap.Procs, p.ID()); j >= 0 && r.l.memos != nil {
+		if m := r.l.memos[j]; m.p != nil && m.holds(p) {
 			return m.result()
 		}
 	}

@@ -244,11 +244,21 @@ func (v *View) SandboxOf(id proc.Identity) *Sandbox {
 	if v.Snapshot == nil {
 		return nil
 	}
-	i, ok := slices.BinarySearchFunc(v.Snapshot.Procs, id.PID, func(p *proc.Process, pid int) int { return cmp.Compare(p.PID, pid) })
-	if !ok || v.Snapshot.Procs[i].Start != id.Start {
+	i := positionOf(v.Snapshot.Procs, id)
+	if i < 0 {
 		return nil
 	}
 	return v.sandboxAt(i)
+}
+
+// positionOf returns the position of identity id in procs, a snapshot's
+// processes in pid order, or -1.
+func positionOf(procs []*proc.Process, id proc.Identity) int {
+	i, ok := slices.BinarySearchFunc(procs, id.PID, func(p *proc.Process, pid int) int { return cmp.Compare(p.PID, pid) })
+	if !ok || procs[i].Start != id.Start {
+		return -1
+	}
+	return i
 }
 
 // sandboxAt returns the sandbox of the process at position i of the
