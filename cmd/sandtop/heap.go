@@ -58,14 +58,14 @@ type heapTuner struct {
 
 // longRunning returns the tuner of a long-running command, or nil when
 // the user set GOGC.
-func longRunning() *heapTuner {
+func longRunning() *heapTuner { return newHeapTuner(longRunningPacing) }
+
+// newHeapTuner returns a tuner with pacing p, or nil when the user set
+// GOGC.
+func newHeapTuner(p pacing) *heapTuner {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return nil
 	}
-	return newHeapTuner(longRunningPacing)
-}
-
-func newHeapTuner(p pacing) *heapTuner {
 	return &heapTuner{pct: 100, pacing: p, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 }
 
@@ -76,12 +76,7 @@ var oneShotPacing = pacing{headroom: 3 << 19, floor: 15}
 
 // oneShotHeap returns the collector tuning of a one-shot command (list),
 // for scanned; nil when the user set GOGC.
-func oneShotHeap() *heapTuner {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return nil
-	}
-	return newHeapTuner(oneShotPacing)
-}
+func oneShotHeap() *heapTuner { return newHeapTuner(oneShotPacing) }
 
 // scanned is called by a one-shot command at the hand-off from its scan to
 // its grouping. The scan's garbage and the scanner's cache are dead then,
