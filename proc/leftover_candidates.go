@@ -206,9 +206,9 @@ func (w *cgroupWalk) walk(dir, cg string, depth int) error {
 // subdirs lists the directories in dir (not following symbolic links),
 // sorted, reading its entries with getdents(2) into buf.
 func subdirs(dir string, buf []byte) ([]string, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := openRead(dir)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+		return nil, err
 	}
 	defer unix.Close(fd)
 	var names []string
