@@ -2,7 +2,6 @@ package proc
 
 import (
 	"bytes"
-
 	"path/filepath"
 	"slices"
 

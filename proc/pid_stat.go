@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"path/filepath"
 	"strconv"
 
 	"github.com/prometheus/procfs"
@@ -165,13 +164,8 @@ func (s *pidStat) kernel(kthreaddAt2 bool) bool {
 	return isKernel(procfs.ProcStat{PID: s.pid, PPID: s.ppid, Flags: s.flags}, kthreaddAt2)
 }
 
-// statPath is <procRoot>/<pid>/stat.
-func statPath(procRoot string, pid int) string {
-	return filepath.Join(procRoot, strconv.Itoa(pid), "stat")
-}
-
-// appendStatPath is statPath as a cpath in buf, not cleaned: the kernel
-// takes a doubled slash as one.
+// appendStatPath is <procRoot>/<pid>/stat as a cpath in buf, not cleaned:
+// the kernel takes a doubled slash as one.
 func appendStatPath(buf []byte, procRoot string, pid int) cpath {
 	buf = append(buf[:0], procRoot...)
 	buf = append(strconv.AppendInt(append(buf, '/'), int64(pid), 10), "/stat"...)

@@ -269,17 +269,11 @@ func parseStatusIDs(b []byte) (uid int, nspid []int, err error) {
 	return uid, nspid, nil
 }
 
-// parseCgroupPaths picks the v2 path (the "0::" line, cgroups(7)) and the
-// v1 freezer path out of /proc/PID/cgroup. A hierarchy that is not mounted
-// gives "": on a v1-only host every process still shows "0::/", which
-// means nothing. Lines are "hierarchy-ID:controller-list:cgroup-path"; the
-// path may itself hold ':'.
-func parseCgroupPaths(b []byte, m Mounts) (v2, freezer string, err error) {
-	v2b, freezerb, err := cgroupPathBytes(b, m)
-	return string(v2b), string(freezerb), err
-}
-
-// cgroupPathBytes is parseCgroupPaths, the paths left in b.
+// cgroupPathBytes picks the v2 path (the "0::" line, cgroups(7)) and the
+// v1 freezer path out of /proc/PID/cgroup, left in b. A hierarchy that is
+// not mounted gives none: on a v1-only host every process still shows
+// "0::/", which means nothing. Lines are
+// "hierarchy-ID:controller-list:cgroup-path"; the path may itself hold ':'.
 func cgroupPathBytes(b []byte, m Mounts) (v2, freezer []byte, err error) {
 	for line := range bytes.Lines(b) {
 		line = bytes.TrimSuffix(line, []byte("\n"))

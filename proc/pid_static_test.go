@@ -111,3 +111,9 @@ func TestStaticReadAllocations(t *testing.T) {
 		t.Errorf("reading one process allocated %v times, want at most %d", n, kept)
 	}
 }
+
+// parseCgroupPaths is cgroupPathBytes with the paths as strings.
+func parseCgroupPaths(b []byte, m Mounts) (v2, freezer string, err error) {
+	v2b, freezerb, err := cgroupPathBytes(b, m)
+	return string(v2b), string(freezerb), err
+}

@@ -350,3 +350,9 @@ func TestScanParallelReads(t *testing.T) {
 		checkHeldCount(t, parallel)
 	}
 }
+
+// statPath is <procRoot>/<pid>/stat, as the kernel reports the path of an
+// open stat file.
+func statPath(procRoot string, pid int) string {
+	return filepath.Join(procRoot, strconv.Itoa(pid), "stat")
+}

@@ -32,7 +32,7 @@ func readStatOnce(procRoot string, pid int) (procfs.ProcStat, error) {
 	buf := statBufs.Get().(*[statBufSize]byte)
 	defer statBufs.Put(buf)
 	var st procfs.ProcStat
-	if err := readStatFile(cpathOf(statPath(procRoot, pid)), buf[:], &st); err != nil {
+	if err := readStatFile(appendStatPath(nil, procRoot, pid), buf[:], &st); err != nil {
 		return procfs.ProcStat{}, fmt.Errorf("read pid %d stat: %w", pid, err)
 	}
 	st.PID = pid
