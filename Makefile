@@ -9,7 +9,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 BENCHTIME   ?= 1x
 
-.PHONY: all build demo screenshots test test-deps lint vet fmt-check staticcheck tidy-check bench clean torture
+.PHONY: all build demo screenshots test test-deps lint vet fmt-check staticcheck tidy-check bench clean torture no-binaries
 
 all: build
 
@@ -59,11 +59,11 @@ test-deps:
 # The tests spawn real process trees, cgroups and signals; as root they
 # also cover cgroup freeze/kill and PID reuse (they skip those otherwise).
 # The output is a plain go test's, then the list of every skipped test and
-# why (cmd/sandsim/skipreport). With CI=true as root, a test that skips for
+# why (cmd/skipreport). With CI=true as root, a test that skips for
 # want of what CI provides (root, cgroup2, a tool or runtime) fails instead
 # (proctest.SkipMissing).
 test: vet test-deps
-	$(GO) build -o $(BIN)/skipreport ./cmd/sandsim/skipreport
+	$(GO) build -o $(BIN)/skipreport ./cmd/skipreport
 	@st=$$(mktemp); \
 	{ $(GO) test -json -race -count=1 -timeout 15m $(PKGS); echo $$? >$$st; } | $(BIN)/skipreport; report=$$?; \
 	status=$$(cat $$st); rm -f $$st; \
@@ -79,7 +79,18 @@ fmt-check:
 staticcheck:
 	$(GO) run $(STATICCHECK) $(PKGS)
 
-lint: fmt-check vet staticcheck
+lint: fmt-check vet staticcheck no-binaries
+
+# Nothing built is committed: a tracked file that the kernel would load as
+# a program (ELF) or that is executable without a #! line fails the lint.
+no-binaries:
+	@bad=$$(git ls-files -s | awk '$$1 == "100755" || $$1 == "100644" {print $$4}' | while read -r f; do \
+		[ -f "$$f" ] || continue; \
+		magic=$$(head -c 4 "$$f" | od -An -c | tr -d ' '); \
+		if [ "$$magic" = "177ELF" ]; then echo "$$f"; \
+		elif [ -x "$$f" ] && [ "$$(head -c 2 "$$f")" != '#!' ]; then echo "$$f"; fi; \
+	done); \
+	if [ -n "$$bad" ]; then echo "built or binary files are tracked:"; echo "$$bad"; exit 1; fi
 
 tidy-check:
 	$(GO) mod tidy
@@ -112,13 +123,13 @@ bench:
 # into arguments and leave only the first.
 bench_compare_sizes := 100,1000,3000,10000
 bench-compare: build
-	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
+	$(GO) build -o $(BIN)/benchcompare ./cmd/benchcompare
 	$(BIN)/benchcompare -sandtop $(or $(BENCH_COMPARE_SANDTOP),$(BIN)/sandtop) -procs $(or $(BENCH_COMPARE_PROCS),$(bench_compare_sizes))
 
 # `sandtop serve --interval 15s` on a fleet of BENCH_COMPARE_PROCS: average
 # CPU over SERVE_WINDOW (default 5m), RSS, scrape time. Needs root.
 bench-serve: build
-	$(GO) build -o $(BIN)/benchcompare ./cmd/sandsim/benchcompare
+	$(GO) build -o $(BIN)/benchcompare ./cmd/benchcompare
 	$(BIN)/benchcompare -sandtop $(BIN)/sandtop -procs $(or $(BENCH_COMPARE_PROCS),10000) -no-tui -only-serve -serve-window $(or $(SERVE_WINDOW),5m)
 
 clean:
@@ -136,7 +147,7 @@ TORTURE_LOG ?= torture.log
 PROC_FUZZ   := FuzzParseStat FuzzParseCmdline FuzzParseStatusIDs FuzzParseCgroupPaths FuzzParseCgroupEvents \
 	FuzzParseFreezerState FuzzParseCgroupProcs FuzzParseChildren FuzzFindMounts FuzzParseUnixListeners
 torture: test-deps
-	$(GO) test -p 1 -tags torture -count=1 -timeout 90m -v -run 'Torture' ./teardown/ ./cmd/sandtop/ ./cmd/sandtop/reap/ >$(TORTURE_LOG) 2>&1; \
+	$(GO) test -p 1 -tags torture -count=1 -timeout 90m -v -run 'Torture' ./teardown/ ./cmd/sandtop/ ./cmd/sandtop/internal/reap/ >$(TORTURE_LOG) 2>&1; \
 	status=$$?; grep -h 'TORTURE \|^--- FAIL\|^FAIL' $(TORTURE_LOG); exit $$status
 	for f in $(PROC_FUZZ); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./proc/ || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRules$$' -fuzztime $(FUZZTIME) ./model/

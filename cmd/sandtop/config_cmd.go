@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/config"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/assets"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -30,7 +30,7 @@ rules assume the scrape job is named "sandtop".`,
   promtool check rules /etc/prometheus/rules/sandtop.yml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write(config.Alerts())
+			_, err := cmd.OutOrStdout().Write(assets.Alerts())
 			return err
 		},
 	}, newConfigSystemdCmd())
@@ -38,7 +38,7 @@ rules assume the scrape job is named "sandtop".`,
 }
 
 func newConfigSystemdCmd() *cobra.Command {
-	names := config.Units()
+	names := assets.Units()
 	return &cobra.Command{
 		Use:   "systemd [COMMAND]",
 		Short: "Print the systemd unit that runs a sandtop command (default: serve)",
@@ -54,7 +54,7 @@ The unit expects the binary at /usr/local/bin/sandtop.`,
 			if len(args) == 1 {
 				name = args[0]
 			}
-			unit, err := config.Unit(name)
+			unit, err := assets.Unit(name)
 			if err != nil {
 				return usageErr(err)
 			}

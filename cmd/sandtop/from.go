@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/recording"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 )
 

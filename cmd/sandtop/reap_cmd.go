@@ -15,8 +15,8 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/exporter"
-	"github.com/sandtop/sandtop/cmd/sandtop/reap"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/exporter"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/reap"
 	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/teardown"
 )

@@ -20,8 +20,8 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
-	"github.com/sandtop/sandtop/cmd/sandtop/config"
-	"github.com/sandtop/sandtop/cmd/sandtop/reap"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/assets"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/reap"
 	"github.com/sandtop/sandtop/proc/proctest"
 	"github.com/sandtop/sandtop/teardown"
 )
@@ -265,7 +265,7 @@ func TestReapMetricsAndSIGTERM(t *testing.T) {
 // TestReapUnitFlags: the systemd unit's ExecStart is a reap command line
 // this sandtop accepts, with --apply and a badge-restricted selection.
 func TestReapUnitFlags(t *testing.T) {
-	unit, err := config.Unit("reap")
+	unit, err := assets.Unit("reap")
 	if err != nil {
 		t.Fatal(err)
 	}

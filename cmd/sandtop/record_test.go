@@ -14,7 +14,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
-	"github.com/sandtop/sandtop/cmd/sandtop/recording"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/proc/proctest"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/recording"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/ui"
 )

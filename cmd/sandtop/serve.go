@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/exporter"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/exporter"
 	"github.com/sandtop/sandtop/model"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
-	"github.com/sandtop/sandtop/cmd/sandtop/config"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/assets"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -309,8 +309,8 @@ func TestServeFlags(t *testing.T) {
 
 // The unit's ExecStart must be a command line this sandtop accepts.
 func TestUnitExecStartParses(t *testing.T) {
-	for _, name := range config.Units() {
-		unit, err := config.Unit(name)
+	for _, name := range assets.Units() {
+		unit, err := assets.Unit(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestUnitExecStartParses(t *testing.T) {
 	if code, _, errOut := sandtop(t, "config", "systemd", "nope"); code != exitUsage || !strings.Contains(errOut, "serve") {
 		t.Errorf("config systemd nope: exit %d, %s", code, errOut)
 	}
-	if code, out, _ := sandtop(t, "config", "alerts"); code != 0 || !bytes.Equal([]byte(out), config.Alerts()) {
+	if code, out, _ := sandtop(t, "config", "alerts"); code != 0 || !bytes.Equal([]byte(out), assets.Alerts()) {
 		t.Errorf("config alerts: exit %d, or not the embedded rules", code)
 	}
 }
@@ -363,7 +363,7 @@ func startPrometheus(t *testing.T, target string) *promServer {
 	t.Helper()
 	bin := lookTool(t, "prometheus")
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), config.Alerts(), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), assets.Alerts(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`global:

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"

@@ -1,8 +1,8 @@
-// Package config holds the files sandtop prints for an operator to install:
+// Package assets holds the files sandtop prints for an operator to install:
 // the Prometheus alert rules for `sandtop serve` and the systemd units of
 // its long-running commands. They are embedded, so the binary always
 // prints the rules and units of its own version.
-package config
+package assets
 
 import (
 	"embed"

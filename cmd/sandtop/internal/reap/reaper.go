@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandtop/sandtop/cmd/sandtop/hostview"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/proc"
