@@ -21,13 +21,42 @@ import (
 	"github.com/sandtop/sandtop/proc/proctest"
 )
 
-// readmeCommands returns the command lines of README.md's ```sh blocks,
-// without their comments.
-func readmeCommands(t *testing.T) []string {
+// readDoc returns one page of the documentation: "README.md" at the top of
+// the checkout, any other name under docs/.
+func readDoc(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	path := filepath.Join(testRoot, "..", "..", "docs", name)
+	if name == "README.md" {
+		path = filepath.Join(testRoot, "..", "..", name)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return b
+}
+
+// docPages lists README.md and every page under docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(testRoot, "..", "..", "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages under docs/: %v", err)
+	}
+	names := []string{"README.md"}
+	for _, p := range pages {
+		names = append(names, filepath.Base(p))
+	}
+	return names
+}
+
+// readmeCommands returns the command lines of the ```sh blocks of README.md
+// and of every page under docs/, without their comments.
+func readmeCommands(t *testing.T) []string {
+	t.Helper()
+	var b []byte
+	for _, page := range docPages(t) {
+		b = append(append(b, readDoc(t, page)...), '\n')
 	}
 	var cmds []string
 	in := false
@@ -218,11 +247,7 @@ func runReadmeSandtop(t *testing.T, args []string, ids *[]string, pids *[]int) {
 // that follows "A home-grown runtime".
 func homeGrownRule(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
+	s := string(readDoc(t, "rules.md"))
 	i := strings.Index(s, "**A home-grown runtime.**")
 	if i < 0 {
 		t.Fatal("README has no home-grown runtime example")
@@ -239,10 +264,7 @@ func homeGrownRule(t *testing.T) string {
 // TestReadmeFilterTerms checks that README's filter table shows every term
 // the filter language has, with the same words as the `?` help.
 func TestReadmeFilterTerms(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readDoc(t, "screen.md")
 	for _, l := range query.Syntax {
 		if row := "| `" + l[0] + "` |"; !strings.Contains(string(b), row) {
 			t.Errorf("README's filter table has no row %q", row)

@@ -735,10 +735,7 @@ func runReadmeServe(t *testing.T, args []string) {
 // the question (the comment) it answers.
 func readmePromQL(t *testing.T) (questions, queries []string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testRoot, "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readDoc(t, "serve.md")
 	in, question := false, ""
 	for _, line := range strings.Split(string(b), "\n") {
 		switch {
