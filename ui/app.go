@@ -112,11 +112,13 @@ type Model struct {
 	fltErr     error // the filter line does not parse; flt is the last that did
 	shown      int   // sandboxes that pass the filter
 
-	mode    mode
-	input   textinput.Model // the filter or search line
-	confirm *confirm
-	panel   teardownPanel
-	panelH  int
+	mode mode
+	// helpOffset is how far the full key help is scrolled.
+	helpOffset int
+	input      textinput.Model // the filter or search line
+	confirm    *confirm
+	panel      teardownPanel
+	panelH     int
 
 	runs      *runs
 	batches   map[int]*batch
@@ -362,6 +364,8 @@ func (m *Model) setStatus(s string, isErr bool) { m.status, m.statusErr = s, isE
 // layout sizes the parts of the screen from the window and the open panes.
 func (m *Model) layout() {
 	m.help.Width = m.width
+	// tab acts only on an open log, and help shows it only then.
+	m.keys.SwitchFocus.SetEnabled(m.panel.open)
 	if m.tooSmall() {
 		return
 	}
@@ -397,36 +401,27 @@ func (m *Model) layout() {
 
 func (m *Model) tooSmall() bool { return m.width < minWidth || m.height < minHeight }
 
+// helpView is the footer: the keys of the mode, in one line cut to what
+// matters most (footer); the filter line's error above it, wrapped.
 func (m *Model) helpView() string {
-	var v string
+	w := m.width
 	switch {
 	case m.mode == modeConfirm:
-		v = m.help.ShortHelpView(m.confirm.keys.ShortHelp())
+		return footer(m.help, m.confirm.keys.ShortHelp(), 0, w)
 	case m.mode == modeFilter || m.mode == modeSearch || m.mode == modeJump:
-		v = m.help.ShortHelpView(newInputKeys(m.mode == modeSearch).ShortHelp())
+		v := footer(m.help, newInputKeys(m.mode == modeSearch).ShortHelp(), 0, w)
 		if m.mode == modeFilter && m.fltErr != nil {
-			v = m.styles.Error.Render(m.fltErr.Error()) + "\n" + v
+			return m.styles.Error.Render(ansi.Wrap(format.Printable(m.fltErr.Error()), w, " ")) + "\n" + v
 		} else if m.mode == modeFilter {
-			v = m.filterSyntaxLine() + "\n" + v
+			return ansi.Truncate(m.filterSyntaxLine(), w, "") + "\n" + v
 		}
-	case m.panel.open && m.panel.focused:
-		v = m.help.ShortHelpView(panelKeys{KeyMap: m.keys, running: m.panel.running > 0}.ShortHelp())
-	case m.help.ShowAll && m.bar != nil:
-		v = m.help.View(replayHelp{KeyMap: m.keys, time: m.bar.keys}) + "\n" + m.filterSyntax()
+		return v
 	case m.help.ShowAll:
-		v = m.help.View(m.keys) + "\n" + m.filterSyntax()
-	case m.bar != nil:
-		v = m.help.View(replayHelp{KeyMap: m.keys, time: m.bar.keys})
-	default:
-		v = m.help.View(m.keys)
+		return footer(m.help, m.helpFooter(), 2, w)
+	case m.panel.open && m.panel.focused:
+		return footer(m.help, panelKeys{KeyMap: m.keys, running: m.panel.running > 0}.ShortHelp(), 1, w)
 	}
-	// help.Model adds an item it has no room for when not even its
-	// ellipsis fits; cut every line to the window.
-	lines := strings.Split(v, "\n")
-	for i, l := range lines {
-		lines[i] = ansi.Truncate(l, m.width, "")
-	}
-	return strings.Join(lines, "\n")
+	return footer(m.help, m.helpKeyMap().ShortHelp(), footerKept, w)
 }
 
 // View draws the screen.
@@ -444,6 +439,9 @@ func (m *Model) View() string {
 	}
 	tableH := m.table.height + 1
 	switch {
+	case m.help.ShowAll && m.mode == modeNormal:
+		parts = append(parts, m.helpPageView(m.helpBodyHeight()))
+		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusView(), m.helpView())...)
 	case m.mode == modeConfirm:
 		parts = append(parts, m.confirm.view(m.width, tableH+m.detailH))
 	case len(m.table.rows) == 0:

@@ -45,6 +45,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.quitArmed = false
 	}
 	m.setStatus("", false)
+	if m.help.ShowAll && m.helpKey(msg) {
+		return nil
+	}
 	if m.panel.open && m.panel.focused && m.panelH > 0 && m.panelKey(msg) {
 		return nil
 	}
@@ -125,9 +128,11 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.setStatus("a refresh is already running", false)
 	case key.Matches(msg, k.Faster, k.Slower):
 		return m.setInterval(key.Matches(msg, k.Faster))
-	case key.Matches(msg, k.ShowHelp, k.CloseHelp):
-		m.help.ShowAll = !m.help.ShowAll
-		k.showingHelp(m.help.ShowAll)
+	case key.Matches(msg, k.ShowHelp):
+		m.help.ShowAll = true
+		k.showingHelp(true)
+	case key.Matches(msg, k.CloseHelp):
+		m.closeHelp()
 	case key.Matches(msg, k.SwitchFocus):
 		if m.panel.open {
 			m.panel.focused = true

@@ -105,10 +105,14 @@ func (k *KeyMap) disabledKill(msg tea.KeyMsg) bool {
 	return false
 }
 
-// ShortHelp is the one-line footer.
+// ShortHelp is the one-line footer, the less important keys last: a narrow
+// window drops them first and always keeps the last two (footer).
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Expand, k.Details, k.Filter, k.Sort, k.Tag, k.Kill, k.ShowHelp, k.Quit}
+	return []key.Binding{k.Expand, k.Details, k.Kill, k.Filter, k.Tag, k.Sort, k.ShowHelp, k.Quit}
 }
+
+// footerKept is how many of the last ShortHelp keys always show.
+const footerKept = 2
 
 // FullHelp is what `?` shows, one column per kind of key.
 func (k KeyMap) FullHelp() [][]key.Binding {
@@ -128,9 +132,9 @@ type panelKeys struct {
 
 func (k panelKeys) ShortHelp() []key.Binding {
 	if k.running {
-		return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.SwitchFocus, k.Quit}
+		return []key.Binding{k.SwitchFocus, k.Up, k.Down, k.PageUp, k.PageDown, k.Quit}
 	}
-	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.SwitchFocus, k.Close, k.Quit}
+	return []key.Binding{k.SwitchFocus, k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Quit}
 }
 
 func (k panelKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }

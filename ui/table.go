@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -19,7 +20,6 @@ const (
 	gutterW = 2 // cursor mark, tag mark
 	arrowW  = 2 // "▸ "
 	minIDW  = model.MinShortID
-	maxIDW  = 24
 	// maxFullIDW bounds whole names (a namespace and a 64-character ID).
 	maxFullIDW = 80
 	runtimeW   = 12
@@ -27,11 +27,16 @@ const (
 	cpuW       = 6
 	memW       = 7
 	ageW       = 9
-	minRestW   = 8
-	nSeps      = 6
+	// minRestW is the narrowest last column the screen is drawn with;
+	// minCommandW the width a narrow window drops columns to keep for the
+	// commands, as htop drops its less important columns first.
+	minRestW    = 8
+	minCommandW = 24
+	nSeps       = 6
 )
 
-// fixedW is the width of everything but the ID and the last column.
+// fixedW is the width of everything but the ID and the last column, every
+// column shown.
 const fixedW = gutterW + arrowW + runtimeW + countW + cpuW + memW + ageW + nSeps
 
 // rowCtx is what drawing a row needs besides the row.
@@ -59,6 +64,14 @@ type table struct {
 	idW    int
 	// fullIDs shows whole names in the ID column (a wide terminal).
 	fullIDs bool
+	// cols are the columns that fit the width, restW the last one's
+	// width.
+	cols  []column
+	restW int
+	// longest is the widest command (tree glyphs included) of the listed
+	// sandboxes, expanded or not; depth the deepest tree level among the
+	// rows, indent the cells a level takes.
+	longest, depth, indent int
 	// sort and reverse are the order the rows are in, for the header's
 	// arrow.
 	sort    sortKey
@@ -74,17 +87,35 @@ const hscrollStep = 8
 // maxScroll is the furthest the commands can scroll: until the longest
 // one's end is in the window; 0 when every command fits.
 func (t *table) maxScroll() int {
-	room := t.width - fixedW - t.idW
+	room := t.width - t.fixedWidth()
 	over := 0
 	for i := range t.rows {
 		r := &t.rows[i]
 		if r.p == nil || r.kind == rowSandbox || r.kind == rowHost {
 			continue
 		}
-		w := ansi.StringWidth(r.prefix) + ansi.StringWidth(format.Printable(format.Command(r.p.Argv, r.p.Comm)))
+		w := ansi.StringWidth(format.CompressTree(r.prefix, t.indent)) + ansi.StringWidth(format.Printable(format.Command(r.p.Argv, r.p.Comm)))
 		over = max(over, w-room)
 	}
 	return (over + hscrollStep - 1) / hscrollStep * hscrollStep
+}
+
+// measure finds what the column layout depends on in the rows: the
+// longest command of the listed sandboxes and the deepest tree level.
+func (t *table) measure() {
+	t.longest, t.depth = 0, 0
+	for i := range t.rows {
+		r := &t.rows[i]
+		switch r.kind {
+		case rowSandbox:
+			for _, mb := range r.sb.Members {
+				w := 3*mb.Depth + ansi.StringWidth(format.Printable(format.Command(mb.Argv, mb.Comm)))
+				t.longest = max(t.longest, w)
+			}
+		case rowMember, rowHostProc:
+			t.depth = max(t.depth, utf8.RuneCountInString(r.prefix)/3)
+		}
+	}
 }
 
 // scroll moves the commands by steps (negative: back to the left).
@@ -108,7 +139,8 @@ func (t *table) setRows(rows []row, keep rowKey, had bool) {
 	screen := t.cursor - t.offset
 	old := t.cursor
 	t.rows = rows
-	t.sizeID()
+	t.measure()
+	t.layoutColumns()
 	i := -1
 	if had {
 		i = find(rows, keep)
@@ -179,31 +211,10 @@ func (t *table) pageDown() { t.move(max(t.height-1, 1)) }
 func (t *table) setSize(w, h int) {
 	if w != t.width {
 		t.width = w
-		t.sizeID()
+		t.layoutColumns()
 	}
 	t.height = h
 	t.clamp()
-}
-
-// wideRest is the room the last column must keep for the IDs to be shown
-// whole instead of shortened.
-const wideRest = 80
-
-// sizeID sizes the ID column: the short names, or on a terminal wide
-// enough the whole names (namespace/ID), so that a wide window uses its
-// room.
-func (t *table) sizeID() {
-	short, full := minIDW, minIDW
-	for i := range t.rows {
-		if r := &t.rows[i]; r.kind == rowSandbox {
-			short = max(short, min(len(r.short), maxIDW))
-			full = max(full, min(len(r.sb.Name()), maxFullIDW))
-		}
-	}
-	t.idW, t.fullIDs = short, false
-	if t.width-fixedW-full >= wideRest {
-		t.idW, t.fullIDs = full, true
-	}
 }
 
 // view draws the column header and the visible rows, exactly height+1
@@ -230,80 +241,6 @@ func (t *table) view(c *rowCtx) string {
 	return b.String()
 }
 
-// column is one column of the table: its title, width, alignment and the
-// sort order a click on its title picks.
-type column struct {
-	title string
-	w     int
-	right bool
-	sort  sortKey
-}
-
-// columns are the table's columns left to right; the last, BADGES/COMMAND,
-// takes the rest of the line (w 0).
-func (t *table) columns() []column {
-	return []column{
-		{"ID/PID", t.idW, false, sortID},
-		{"RUNTIME/USER", runtimeW, false, sortRuntime},
-		{"PROCS/S", countW, true, sortProcs},
-		{"CPU%", cpuW, true, sortCPU},
-		{"MEM", memW, true, sortMem},
-		{"AGE/TIME+", ageW, true, sortAge},
-		{"BADGES/COMMAND", 0, false, sortTrouble},
-	}
-}
-
-// sortArrow shows the sorted column's direction: the natural order of
-// IDs and runtimes is ascending, of every figure (and of trouble) the
-// biggest first; I reverses it.
-func sortArrow(k sortKey, reverse bool) string {
-	up := k == sortID || k == sortRuntime
-	if up != reverse {
-		return "▲"
-	}
-	return "▼"
-}
-
-func (t *table) header() string {
-	var b strings.Builder
-	pad(&b, gutterW+arrowW)
-	for _, c := range t.columns() {
-		title := c.title
-		if c.sort == t.sort && c.w > 0 && ansi.StringWidth(title)+1 > c.w {
-			// No room for the arrow: the sandbox half of the title.
-			title, _, _ = strings.Cut(title, "/")
-		}
-		if c.sort == t.sort {
-			if c.right {
-				title = sortArrow(t.sort, t.reverse) + title
-			} else {
-				title += sortArrow(t.sort, t.reverse)
-			}
-		}
-		if c.w == 0 {
-			b.WriteString(title)
-			break
-		}
-		cell(&b, title, c.w, c.right)
-	}
-	return ansi.Truncate(b.String(), t.width, "")
-}
-
-// columnAt is the column under screen column x of the header line.
-func (t *table) columnAt(x int) (column, bool) {
-	at := gutterW + arrowW
-	for _, c := range t.columns() {
-		if c.w == 0 {
-			return c, x >= at
-		}
-		if x >= at && x < at+c.w+1 {
-			return c, true
-		}
-		at += c.w + 1
-	}
-	return column{}, false
-}
-
 // renderRow draws one row: fixed columns as text in the row's style, then
 // the badges (pills keep their own colors) or the command.
 func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
@@ -317,55 +254,46 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 	hl := highlights{theme: t.styles.Theme}
 	var pills []model.Badge
 	var tail string
-	switch r.kind {
-	case rowSandbox, rowHost:
+	group := r.kind == rowSandbox || r.kind == rowHost
+	switch {
+	case group:
 		arrow := "▸ "
 		if r.open {
 			arrow = "▾ "
 		}
 		b.WriteString(arrow)
-		name := r.short
-		if t.fullIDs && r.sb != nil {
-			name = r.sb.Name()
-		}
-		id, rt := format.Printable(name), format.Printable(r.runtime())
 		if r.kind == rowHost {
-			id, rt, style = "(host)", "-", t.styles.HostRow
+			style = t.styles.HostRow
 			tail = "processes in no sandbox"
 		} else {
 			pills = r.sb.Badges
 		}
-		cell(&b, id, t.idW, false)
-		cell(&b, rt, runtimeW, false)
-		cell(&b, strconv.Itoa(r.st.procs), countW, true)
-		hl.cpu(&b, r.st.cpu, c.cpu)
-		cell(&b, format.Bytes(r.st.rss), memW, true)
-		cell(&b, r.age(c.view), ageW, true)
 	default:
-		p := r.p
 		style = t.styles.ProcRow
-		if r.kind == rowHostProc || p.Zombie() {
+		if r.kind == rowHostProc || r.p.Zombie() {
 			style = t.styles.FaintRow
 		}
 		b.WriteString("  ")
-		cell(&b, strconv.Itoa(p.PID), t.idW, false)
-		cell(&b, userName(c.users, p.UID), runtimeW, false)
-		from := b.Len()
-		cell(&b, string(rune(p.State)), countW, true)
-		if st, ok := t.styles.State(p.State); ok {
-			hl.add(from, b.Len(), st)
-		}
-		hl.cpu(&b, c.cpu.of(p), c.cpu)
-		cell(&b, format.Bytes(p.RSS), memW, true)
-		cell(&b, format.CPUTime(c.view.Snapshot.CPUSeconds(p)), ageW, true)
-		b.WriteString(r.prefix)
 		if r.m != nil && r.m.Orphan {
 			pills = []model.Badge{model.BadgeOrphan}
 		}
-		tail = format.Printable(format.Command(p.Argv, p.Comm))
+		tail = format.Printable(format.Command(r.p.Argv, r.p.Comm))
 		if t.hscroll > 0 {
 			tail = ansi.TruncateLeft(tail, t.hscroll, "…")
 		}
+	}
+	for _, col := range t.cols {
+		if col.w == 0 {
+			break
+		}
+		if group {
+			t.groupCell(&b, &hl, col, r, c)
+		} else {
+			t.processCell(&b, &hl, col, r, c)
+		}
+	}
+	if !group {
+		b.WriteString(format.CompressTree(r.prefix, t.indent))
 	}
 	switch {
 	case selected:
@@ -403,6 +331,59 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 		out.WriteString(style.Render(strings.Repeat(" ", rest)))
 	}
 	return out.String()
+}
+
+// groupCell writes a sandbox's (or the host group's) cell of a column.
+func (t *table) groupCell(b *strings.Builder, hl *highlights, col column, r *row, c *rowCtx) {
+	switch col.id {
+	case colName:
+		id := "(host)"
+		if r.kind == rowSandbox {
+			id = r.short
+			if t.fullIDs {
+				id = r.sb.Name()
+			}
+			id = format.Printable(id)
+		}
+		cell(b, id, col.w, false)
+	case colRuntime:
+		rt := "-"
+		if r.kind == rowSandbox {
+			rt = format.Printable(r.runtime())
+		}
+		cell(b, rt, col.w, false)
+	case colCount:
+		cell(b, strconv.Itoa(r.st.procs), col.w, true)
+	case colCPU:
+		hl.cpu(b, r.st.cpu, c.cpu)
+	case colMem:
+		cell(b, format.Bytes(r.st.rss), col.w, true)
+	case colAge:
+		cell(b, r.age(c.view), col.w, true)
+	}
+}
+
+// processCell writes a process's cell of a column.
+func (t *table) processCell(b *strings.Builder, hl *highlights, col column, r *row, c *rowCtx) {
+	p := r.p
+	switch col.id {
+	case colName:
+		cell(b, strconv.Itoa(p.PID), col.w, false)
+	case colRuntime:
+		cell(b, userName(c.users, p.UID), col.w, false)
+	case colCount:
+		from := b.Len()
+		cell(b, string(rune(p.State)), col.w, true)
+		if st, ok := t.styles.State(p.State); ok {
+			hl.add(from, b.Len(), st)
+		}
+	case colCPU:
+		hl.cpu(b, c.cpu.of(p), c.cpu)
+	case colMem:
+		cell(b, format.Bytes(p.RSS), col.w, true)
+	case colAge:
+		cell(b, format.CPUTime(c.view.Snapshot.CPUSeconds(p)), col.w, true)
+	}
 }
 
 func (r *row) runtime() string {

@@ -46,3 +46,18 @@ func Command(argv []string, comm string) string {
 	}
 	return strings.Join(argv, " ")
 }
+
+// CompressTree narrows tree glyphs made by TreePrefix to w cells a level
+// (1 to 3): each level keeps its first w cells, so "│  ├─ " reads "│ ├─"
+// at 2 and "│├" at 1, and a deep process keeps room for its command.
+func CompressTree(prefix string, w int) string {
+	if w >= 3 || prefix == "" {
+		return prefix
+	}
+	runes := []rune(prefix)
+	var b strings.Builder
+	for i := 0; i+3 <= len(runes); i += 3 {
+		b.WriteString(string(runes[i : i+max(w, 1)]))
+	}
+	return b.String()
+}

@@ -1,0 +1,194 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sandtop/sandtop/ui/format"
+)
+
+// colID names a column; renderRow draws each by it.
+type colID uint8
+
+const (
+	colName colID = iota // ID/PID
+	colRuntime
+	colCount
+	colCPU
+	colMem
+	colAge
+	colLast // BADGES/COMMAND
+)
+
+// column is one column of the table: its title, width, alignment, the sort
+// order a click on its title picks, and its rank among the columns a
+// narrow window leaves out.
+type column struct {
+	id    colID
+	title string
+	w     int
+	right bool
+	sort  sortKey
+	// drop is the order columns leave a window too narrow for them and a
+	// usable command: 1 goes first, 0 never goes. A column added later
+	// takes a rank here and needs nothing else to make room.
+	drop int
+}
+
+// allColumns are the table's columns left to right, each at full width;
+// the last takes the rest of the line. MEM, AGE and CPU leave a narrow
+// window in that order, as htop ranks them; the ID, the runtime and the
+// counts never go.
+func allColumns(idW int) []column {
+	return []column{
+		{colName, "ID/PID", idW, false, sortID, 0},
+		{colRuntime, "RUNTIME/USER", runtimeW, false, sortRuntime, 0},
+		{colCount, "PROCS/S", countW, true, sortProcs, 0},
+		{colCPU, "CPU%", cpuW, true, sortCPU, 3},
+		{colMem, "MEM", memW, true, sortMem, 1},
+		{colAge, "AGE/TIME+", ageW, true, sortAge, 2},
+		{colLast, "BADGES/COMMAND", 0, false, sortTrouble, 0},
+	}
+}
+
+// fitColumns keeps the columns that leave the last one at least want
+// cells in width w, dropping by rank; it returns them and that last
+// width.
+func fitColumns(cols []column, w, want int) ([]column, int) {
+	rest := func() int {
+		n := w - gutterW - arrowW
+		for _, c := range cols {
+			if c.w > 0 {
+				n -= c.w + 1
+			}
+		}
+		return n
+	}
+	for rest() < want {
+		worst := -1
+		for i, c := range cols {
+			if c.drop > 0 && (worst < 0 || c.drop < cols[worst].drop) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			break
+		}
+		cols = append(cols[:worst:worst], cols[worst+1:]...)
+	}
+	return cols, rest()
+}
+
+// shows reports whether the column is on screen.
+func (t *table) shows(id colID) bool {
+	for _, c := range t.cols {
+		if c.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// fixedWidth is the width of every column before the last, separators and
+// the gutter included.
+func (t *table) fixedWidth() int {
+	n := gutterW + arrowW
+	for _, c := range t.cols {
+		if c.w > 0 {
+			n += c.w + 1
+		}
+	}
+	return n
+}
+
+// layoutColumns sizes the ID column and picks the columns that fit. The
+// commands get the width first: whole names (namespace/ID) fill the ID
+// column only when every command of the listed sandboxes still fits
+// beside them, and a short name is never cut below the prefix that tells
+// it from the others (ShortNames makes it unique).
+func (t *table) layoutColumns() {
+	short, full := minIDW, minIDW
+	for i := range t.rows {
+		if r := &t.rows[i]; r.kind == rowSandbox {
+			short = max(short, ansi.StringWidth(format.Printable(r.short)))
+			full = max(full, min(ansi.StringWidth(format.Printable(r.sb.Name())), maxFullIDW))
+		}
+	}
+	// A deep tree wants a cell a level besides the command.
+	want := minCommandW + t.depth
+	t.fullIDs = false
+	t.cols, t.restW = fitColumns(allColumns(short), t.width, want)
+	if cols, rest := fitColumns(allColumns(full), t.width, want); len(cols) == len(allColumns(0)) && rest >= max(t.longest, wideRest) {
+		t.cols, t.restW, t.fullIDs = cols, rest, true
+	}
+	t.idW = t.cols[0].w
+	t.indent = treeIndent(t.depth, t.restW)
+}
+
+// wideRest is the room the last column keeps at the least before the IDs
+// are shown whole.
+const wideRest = 80
+
+// treeIndent is the width of one tree level: three cells, as htop draws
+// them, compressed to two and then one when the deepest process would
+// leave its command less than half the last column.
+func treeIndent(depth, rest int) int {
+	for _, w := range []int{3, 2} {
+		if depth*w <= rest/2 {
+			return w
+		}
+	}
+	return 1
+}
+
+func (t *table) header() string {
+	var b strings.Builder
+	pad(&b, gutterW+arrowW)
+	for _, c := range t.cols {
+		title := c.title
+		if c.sort == t.sort && c.w > 0 && ansi.StringWidth(title)+1 > c.w {
+			// No room for the arrow: the sandbox half of the title.
+			title, _, _ = strings.Cut(title, "/")
+		}
+		if c.sort == t.sort {
+			if c.right {
+				title = sortArrow(t.sort, t.reverse) + title
+			} else {
+				title += sortArrow(t.sort, t.reverse)
+			}
+		}
+		if c.w == 0 {
+			b.WriteString(title)
+			break
+		}
+		cell(&b, title, c.w, c.right)
+	}
+	return ansi.Truncate(b.String(), t.width, "")
+}
+
+// sortArrow shows the sorted column's direction: the natural order of
+// IDs and runtimes is ascending, of every figure (and of trouble) the
+// biggest first; I reverses it.
+func sortArrow(k sortKey, reverse bool) string {
+	up := k == sortID || k == sortRuntime
+	if up != reverse {
+		return "▲"
+	}
+	return "▼"
+}
+
+// columnAt is the column under screen column x of the header line.
+func (t *table) columnAt(x int) (column, bool) {
+	at := gutterW + arrowW
+	for _, c := range t.cols {
+		if c.w == 0 {
+			return c, x >= at
+		}
+		if x >= at && x < at+c.w+1 {
+			return c, true
+		}
+		at += c.w + 1
+	}
+	return column{}, false
+}
