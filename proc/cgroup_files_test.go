@@ -98,8 +98,8 @@ func TestCgroupFilesLive(t *testing.T) {
 // snapshot are handed out again while their contents do not change, and a
 // change makes a new map without touching the old snapshot's.
 func TestScanSharesUnchangedMaps(t *testing.T) {
-	root := copyTree(t, hostRoot)
-	s := newFixtureScanner(t, root)
+	root := proctest.Fixture(t, hostRoot)
+	s := newRootScanner(t, root)
 	first, second := scan(t, s), scan(t, s)
 	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
 	if !same(first.Cgroups, second.Cgroups) || !same(first.Freezers, second.Freezers) || !same(first.Listeners, second.Listeners) {

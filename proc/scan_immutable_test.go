@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"github.com/sandtop/sandtop/proc/proctest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -70,7 +71,7 @@ func (c snapshotCopy) check(t *testing.T, s *Snapshot) {
 // snapshots (see Scan), so a scanner that wrote into a shared Process
 // instead of replacing it fails here.
 func TestScanNeverModifiesSnapshots(t *testing.T) {
-	root := copyTree(t, hostRoot)
+	root := proctest.Fixture(t, hostRoot)
 	dir := func(pid string) string { return filepath.Join(root, "proc", pid) }
 	runner := fakeStat{pid: 300, ppid: 1, comm: "runner", state: 'S', start: 7000, code: 0x55d0c8a00000}
 	writeStat := func(f fakeStat, d string) func() error { return func() error { return f.write(dir(d)) } }
@@ -81,7 +82,7 @@ func TestScanNeverModifiesSnapshots(t *testing.T) {
 	busy.state = 'R'
 	execd.code = 0x5612aa400000
 	dead.state, dead.code = 'Z', 0
-	s := newFixtureScanner(t, root)
+	s := newRootScanner(t, root)
 	if err := runner.write(dir("300")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"github.com/sandtop/sandtop/proc/proctest"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -33,7 +34,8 @@ func TestScanLazy(t *testing.T) {
 		}
 		return 0
 	}
-	s, err := NewScanner(Options{ProcRoot: filepath.Join(hostRoot, "proc"), SysRoot: hostRoot, Need: need})
+	root := proctest.Fixture(t, hostRoot)
+	s, err := NewScanner(Options{ProcRoot: filepath.Join(root, "proc"), SysRoot: root, Need: need})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"io/fs"
 	"maps"
 	"os"
@@ -32,12 +33,19 @@ func statOnly(c readCounts) bool {
 	return c.static() == blankArgvs && c.cmdline == blankArgvs
 }
 
-// newFixtureScanner scans the fixture tree under dir (dir/proc, dir/sys).
+// newFixtureScanner scans a copy of the fixture tree under dir (dir/proc,
+// dir/sys), with its links made (proctest.Fixture).
 func newFixtureScanner(t *testing.T, dir string) *Scanner {
 	t.Helper()
-	s, err := NewScanner(Options{ProcRoot: filepath.Join(dir, "proc"), SysRoot: dir})
+	return newRootScanner(t, proctest.Fixture(t, dir))
+}
+
+// newRootScanner scans the tree at root as it is.
+func newRootScanner(t *testing.T, root string) *Scanner {
+	t.Helper()
+	s, err := NewScanner(Options{ProcRoot: filepath.Join(root, "proc"), SysRoot: root})
 	if err != nil {
-		t.Fatalf("NewScanner(%s): %v", dir, err)
+		t.Fatalf("NewScanner(%s): %v", root, err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -52,45 +60,9 @@ func scan(t *testing.T, s *Scanner) *Snapshot {
 	return snap
 }
 
-// copyTree copies a fixture tree (regular files, directories and symlinks)
-// into a temporary directory the test may change.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, to)
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		default:
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, data, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatalf("copy %s: %v", src, err)
-	}
-	return dst
-}
-
 func TestScanFixtureHost(t *testing.T) {
-	s := newFixtureScanner(t, hostRoot)
+	root := proctest.Fixture(t, hostRoot)
+	s := newRootScanner(t, root)
 	snap := scan(t, s)
 	page := uint64(os.Getpagesize())
 
@@ -169,8 +141,8 @@ func TestScanFixtureHost(t *testing.T) {
 		t.Errorf("Listeners = %v, want %v", snap.Listeners, wantListeners)
 	}
 	wantMounts := Mounts{
-		Unified: filepath.Join(hostRoot, "sys/fs/cgroup/unified"), UnifiedRoot: "/",
-		Freezer: filepath.Join(hostRoot, "sys/fs/cgroup/freezer"), FreezerRoot: "/",
+		Unified: filepath.Join(root, "sys/fs/cgroup/unified"), UnifiedRoot: "/",
+		Freezer: filepath.Join(root, "sys/fs/cgroup/freezer"), FreezerRoot: "/",
 	}
 	if snap.Mounts != wantMounts || s.Mounts() != wantMounts {
 		t.Errorf("Mounts = %+v (scanner %+v), want %+v", snap.Mounts, s.Mounts(), wantMounts)
@@ -263,13 +235,13 @@ func TestScanVanished(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := copyTree(t, hostRoot)
+			root := proctest.Fixture(t, hostRoot)
 			if tt.prepare != nil {
 				if err := tt.prepare(root); err != nil {
 					t.Fatal(err)
 				}
 			}
-			s := newFixtureScanner(t, root)
+			s := newRootScanner(t, root)
 			if tt.vanish != nil {
 				s.testHookAfterStat = func() {
 					if err := tt.vanish(root); err != nil {
@@ -324,12 +296,12 @@ func (f fakeStat) write(dir string) error {
 // identities, everything for a new or exec'd one, and nothing kept for the
 // departed.
 func TestScanCacheFixture(t *testing.T) {
-	root := copyTree(t, hostRoot)
+	root := proctest.Fixture(t, hostRoot)
 	runner := fakeStat{pid: 300, ppid: 1, comm: "runner", state: 'S', start: 7000, code: 0x55d0c8a00000}
 	if err := runner.write(filepath.Join(root, "proc", "300")); err != nil {
 		t.Fatal(err)
 	}
-	s := newFixtureScanner(t, root)
+	s := newRootScanner(t, root)
 	first := scan(t, s)
 	const pidDirs = 11
 	// Cold: every stat, plus a second stat for pid 400 to tell its missing

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -207,7 +208,7 @@ func TestListNeverShowsPID1OrSandtop(t *testing.T) {
 // TestListFixture runs list on a fixture /proc tree: deterministic output
 // for odd contents a live host cannot produce.
 func TestListFixture(t *testing.T) {
-	root := filepath.Join("..", "..", "proc", "testdata", "host")
+	root := proctest.Fixture(t, filepath.Join("..", "..", "proc", "testdata", "host"))
 	code, out, errOut := sandtop(t, "list", "--all", "--tree", "--proc-root", filepath.Join(root, "proc"), "--sys-root", filepath.Join(root, "sys"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

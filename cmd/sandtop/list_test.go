@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/sandtop/sandtop/proc/proctest"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ import (
 // argv); on a terminal each line fits its width, argv cut with "…";
 // --wide (width 0) prints whole lines.
 func TestListWidths(t *testing.T) {
-	root := filepath.Join("..", "..", "proc", "testdata", "host")
+	root := proctest.Fixture(t, filepath.Join("..", "..", "proc", "testdata", "host"))
 	code, out, errOut := sandtop(t, "list", "--all", "--tree", "--proc-root", filepath.Join(root, "proc"), "--sys-root", filepath.Join(root, "sys"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
