@@ -115,8 +115,8 @@ func (t *table) layoutColumns() {
 			full = max(full, min(ansi.StringWidth(format.Printable(r.sb.Name())), maxFullIDW))
 		}
 	}
-	// A deep tree wants a cell a level besides the command.
-	want := minCommandW + t.depth
+	// A deep tree keeps a cell a level besides a command of minTailW.
+	want := max(minCommandW, t.depth+minTailW)
 	t.fullIDs = false
 	t.cols, t.restW = fitColumns(allColumns(short), t.width, want)
 	if cols, rest := fitColumns(allColumns(full), t.width, want); len(cols) == len(allColumns(0)) && rest >= max(t.longest, wideRest) {
@@ -125,6 +125,10 @@ func (t *table) layoutColumns() {
 	t.idW = t.cols[0].w
 	t.indent = treeIndent(t.depth, t.restW)
 }
+
+// minTailW is the least of a command a deep tree row keeps beside its
+// glyphs.
+const minTailW = 16
 
 // wideRest is the room the last column keeps at the least before the IDs
 // are shown whole.
