@@ -85,7 +85,7 @@ func candidates(v *View, sbs []*Sandbox) string {
 func list(v *View, sbs []*Sandbox) string {
 	var b strings.Builder
 	for _, sb := range sbs[:min(len(sbs), maxCandidates)] {
-		fmt.Fprintf(&b, "\n  %s  %s", v.FullName(sb), sb.Runtime)
+		fmt.Fprintf(&b, "\n  %s  %s", Printable(v.FullName(sb)), Printable(sb.Runtime))
 	}
 	if n := len(sbs) - maxCandidates; n > 0 {
 		fmt.Fprintf(&b, "\n  … and %d more", n)

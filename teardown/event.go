@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandtop/sandtop/model"
 )
 
 // Step names a step of a teardown.
@@ -98,6 +100,8 @@ func (t *Totals) OK() bool { return len(t.Survivors) == 0 && t.Failed == 0 }
 // column of its own, then the process the step acted on and the detail
 // ("kill        99 sleep: EPERM (needs root)"), or the detail alone for a
 // step about the whole target ("verify      fresh scan: nothing remains").
+// What a process controls in it (its comm, paths, IDs) is escaped
+// (model.Printable): the line goes to terminals and logs.
 func (ev Event) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-11s ", ev.Step)
@@ -119,5 +123,5 @@ func (ev Event) Text() string {
 	case ev.Detail != "":
 		b.WriteString(sep + ev.Detail)
 	}
-	return strings.TrimRight(b.String(), " ")
+	return model.Printable(strings.TrimRight(b.String(), " "))
 }

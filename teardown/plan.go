@@ -99,7 +99,7 @@ type PlanOptions struct {
 // PlanSandbox plans the teardown of one sandbox of v.
 func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error) {
 	if err := refuseAll(v, sb.Members, o.Protected); err != nil {
-		return nil, fmt.Errorf("sandbox %s: %w", sb.ID, err)
+		return nil, fmt.Errorf("sandbox %s: %w", model.Printable(sb.ID), err)
 	}
 	p := &Plan{
 		Target:         sb.Name(),
@@ -119,7 +119,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	}
 	if len(sb.Members) == 0 {
 		if len(sb.Leftovers) == 0 {
-			return nil, fmt.Errorf("sandbox %s: no process and nothing left over", sb.ID)
+			return nil, fmt.Errorf("sandbox %s: no process and nothing left over", model.Printable(sb.ID))
 		}
 		p.Leftovers = slices.Clone(sb.Leftovers)
 		return p, nil

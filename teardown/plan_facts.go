@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -175,7 +176,7 @@ func plural(n int, one, many string) string {
 // confirmation asks about.
 func (p *Plan) Write(w io.Writer) {
 	f := p.Facts()
-	line := func(k, v string) { fmt.Fprintf(w, "%-11s %s\n", k+":", v) }
+	line := func(k, v string) { fmt.Fprintf(w, "%-11s %s\n", k+":", model.Printable(v)) }
 	line("target", fmt.Sprintf("%s (%s), root %s, %s", f.Title, f.Runtime, f.Root, f.ProcessesText()))
 	line("cgroup", f.Cgroup)
 	if f.State != "" {
@@ -194,6 +195,6 @@ func (p *Plan) Write(w io.Writer) {
 		if m.Zombie {
 			z = " (zombie)"
 		}
-		fmt.Fprintf(w, "  %s%d %s%s\n", strings.Repeat("  ", m.Depth), m.PID, m.Comm, z)
+		fmt.Fprintf(w, "  %s%d %s%s\n", strings.Repeat("  ", m.Depth), m.PID, model.Printable(m.Comm), z)
 	}
 }

@@ -315,7 +315,7 @@ func completePIDs(g *globals, already []int, prefix string) []string {
 			if !strings.HasPrefix(pid, prefix) || slices.Contains(already, m.PID) {
 				continue
 			}
-			out = append(out, pid+"\t"+m.Comm+" in "+names[sb]+" ("+sb.Runtime+")")
+			out = append(out, pid+"\t"+model.Printable(m.Comm+" in "+names[sb]+" ("+sb.Runtime+")"))
 		}
 	}
 	return out
@@ -323,12 +323,15 @@ func completePIDs(g *globals, already []int, prefix string) []string {
 
 // completeIDs offers the live sandbox IDs that start with prefix, each
 // described by its runtime and badges (shells that show descriptions do).
+// An ID a terminal would act on is not offered: the shell would put it on
+// the command line raw.
 func completeIDs(g *globals, already []string, prefix string) []string {
 	var out []string
 	v, names := completionView(g)
 	for _, sb := range v.Sandboxes {
 		name := v.FullName(sb)
-		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) {
+		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) ||
+			!model.IsPrintable(name) {
 			continue
 		}
 		if !strings.HasPrefix(name, prefix) {
@@ -340,7 +343,7 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 		if len(sb.Badges) > 0 {
 			desc += ", " + badges(sb.Badges)
 		}
-		out = append(out, name+"\t"+desc)
+		out = append(out, name+"\t"+model.Printable(desc))
 	}
 	return out
 }

@@ -156,6 +156,13 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 		}
 	}
 
+	// Every cell may hold what a process chose (its argv, an ID or path
+	// captured from it): each is escaped before it reaches the terminal.
+	for _, row := range rows {
+		for c, cell := range row {
+			row[c] = model.Printable(cell)
+		}
+	}
 	headers := []string{"ID", "RUNTIME", "PROCS", "ROOT PID", "CPU", "RSS", "AGE", "BADGES"}
 	numeric := func(col int) bool { return col >= 2 && col <= 6 }
 	lines, ok := []string(nil), false
@@ -272,7 +279,7 @@ func writeListFooter(w io.Writer, v *model.View) {
 		fmt.Fprintln(w, format.Unreadable(n))
 	}
 	if len(v.Sandboxes) == 0 {
-		fmt.Fprintf(w, "no sandboxes on %s (%s in none; --all lists them)\n", v.Host, format.Count(len(v.Unattributed), "process", "processes"))
+		fmt.Fprintf(w, "no sandboxes on %s (%s in none; --all lists them)\n", model.Printable(v.Host), format.Count(len(v.Unattributed), "process", "processes"))
 	}
 }
 

@@ -260,7 +260,9 @@ func dumpRecording(out io.Writer, path string) error {
 		{"key frames every", h.KeyEvery.String()},
 		{"rules", ruleNames(h.Rules)},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		// A recording is a file anyone may hand over: its header is
+		// escaped like anything a process controls.
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], model.Printable(kv[1]))
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
@@ -302,7 +304,7 @@ func dumpRecording(out io.Writer, path string) error {
 		fmt.Fprintf(out, "closed cleanly: %s\n", e.Stopped)
 		return nil
 	}
-	fmt.Fprintf(out, "read up to its last good frame: %v\n", r.Damage())
+	fmt.Fprintf(out, "read up to its last good frame: %s\n", model.Printable(fmt.Sprint(r.Damage())))
 	return nil
 }
 

@@ -68,7 +68,7 @@ func (g *globals) note(msg string) {
 		g.noted = map[string]bool{}
 	}
 	g.noted[msg] = true
-	fmt.Fprintln(g.stderr(), "sandtop:", msg)
+	fmt.Fprintln(g.stderr(), "sandtop:", printableLines(msg))
 }
 
 func run(args []string, in io.Reader, out, errOut io.Writer) int {
@@ -82,12 +82,26 @@ func run(args []string, in io.Reader, out, errOut io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(errOut, "sandtop:", err)
+	fmt.Fprintln(errOut, "sandtop:", printableLines(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
 	return exitFailure
+}
+
+// printableLines escapes each line of a message (model.Printable) and
+// keeps the line breaks between them: an error may list candidates one a
+// line, and what a process controls in it (an ID, a path, an argv) must not
+// reach the terminal raw. The values are escaped where the message is
+// made, so a newline inside one cannot forge a line; this is the last
+// guard before stderr.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = model.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func newRootCmd() *cobra.Command {

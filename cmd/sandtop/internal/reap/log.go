@@ -80,7 +80,8 @@ func (l *Logger) Log(e Entry) {
 	l.w.Write([]byte(e.Text() + "\n"))
 }
 
-// Text is the entry as one line for a person.
+// Text is the entry as one line for a person, with what a process
+// controls in it (the ID, paths, comms) escaped (model.Printable).
 func (e Entry) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s pass %d %-10s %s (%s): %s", e.Time.UTC().Format(time.RFC3339), e.Pass, e.Action, e.ID, e.Runtime, e.Reason)
@@ -100,7 +101,7 @@ func (e Entry) Text() string {
 	for _, f := range e.Failures {
 		b.WriteString("; FAIL " + f)
 	}
-	return b.String()
+	return model.Printable(b.String())
 }
 
 // describePlan says in one line what a teardown of the plan does, in the
