@@ -57,8 +57,11 @@ func (e *RuleError) Error() string {
 
 func (e *RuleError) Unwrap() error { return e.Err }
 
-// ruleKeys are the keys a [[rule]] table may hold, in the order WriteTOML
-// writes them.
+// RuleKeys returns the keys a [[rule]] table may hold, in the order
+// WriteTOML writes them: the one list the parser, the writer and the
+// documentation's tests read.
+func RuleKeys() []string { return slices.Clone(ruleKeys) }
+
 var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "cwd",
 	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "supervisor", "cleanup", "leftovers", "reconcile"}
 

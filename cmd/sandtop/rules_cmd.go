@@ -53,6 +53,10 @@ matcher captured it, or the value of flag.
   leftovers     more such templates, for leftovers only, with {id} as
                 their one placeholder, a whole component below a literal
                 directory: ["/var/lib/vm0/workspaces/{id}"]
+  reconcile     the runtime's own command, run after a kill with
+                --reconcile so the runtime forgets the sandbox: a fixed
+                program name, then arguments with {id} and other captures:
+                ["podman", "rm", "--force", "{id}"]
 
 Rules with the same name are one runtime: a process found by any of them
 joins the same sandbox when runtime, namespace and ID agree.
