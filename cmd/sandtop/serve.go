@@ -33,9 +33,11 @@ func newServeCmd(g *globals) *cobra.Command {
 		Long: `Scan this host every --interval and serve what the last scan saw, for
 Prometheus to scrape and alert on:
 
+  /                   a page for people: the endpoints and the host's counts
   /metrics            sandbox, badge, process and scan metrics (Prometheus
                       text or OpenMetrics, as the scraper asks)
-  /api/v1/sandboxes   the ` + "`sandtop list --json`" + ` document (?all=1 for --all)
+  /api/v1/sandboxes   the ` + "`sandtop list --json`" + ` document (?all=1, or
+                      true/yes/on, for --all)
   /healthz            200 while scans succeed, 503 otherwise
 
 serve is read-only: like ` + "`sandtop watch`" + ` it never constructs the teardown

@@ -147,6 +147,22 @@ func startServe(t *testing.T, wrap []string, args ...string) *served {
 	return s
 }
 
+// stop ends serve by its pid and waits for it; the test's cleanup then
+// has nothing left to do.
+func (s *served) stop(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(s.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		s.done <- err
+	case <-time.After(15 * time.Second):
+		t.Fatalf("sandtop serve (pid %d) ignored SIGTERM for 15 s", s.pid)
+	}
+	s.pid = 0
+}
+
 func httpGet(t *testing.T, method, u string, header ...string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, u, nil)
@@ -217,7 +233,7 @@ func TestServeLive(t *testing.T) {
 		method, path string
 		want         int
 	}{
-		{"GET", "/healthz", 200}, {"HEAD", "/metrics", 200}, {"GET", "/", 404}, {"GET", "/kill", 404},
+		{"GET", "/healthz", 200}, {"HEAD", "/metrics", 200}, {"GET", "/", 200}, {"GET", "/kill", 404},
 		{"POST", "/metrics", 405}, {"DELETE", "/api/v1/sandboxes", 405}, {"PUT", "/healthz", 405},
 	} {
 		if code, _, _ := httpGet(t, c.method, s.url+c.path); code != c.want {
@@ -356,15 +372,19 @@ func freePort(t *testing.T) int {
 }
 
 // startPrometheus starts Debian's prometheus on a free loopback port with
-// its own storage, scraping target every second as job "sandtop" and
-// evaluating the embedded alert rules. It is stopped by its pid when the
-// test ends.
-func startPrometheus(t *testing.T, target string) *promServer {
+// its own storage, scraping the targets every second as job "sandtop" and
+// evaluating the alert rules (assets.Alerts(), or rules made from them).
+// It is stopped by its pid when the test ends.
+func startPrometheus(t *testing.T, rules []byte, targets ...string) *promServer {
 	t.Helper()
 	bin := lookTool(t, "prometheus")
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), assets.Alerts(), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = strconv.Quote(tg)
 	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -373,8 +393,8 @@ rule_files: [alerts.yml]
 scrape_configs:
   - job_name: sandtop
     static_configs:
-      - targets: [%q]
-`, target)
+      - targets: [%s]
+`, strings.Join(quoted, ", "))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -546,6 +566,42 @@ func (p *promServer) sameView(s *served) (prom, doc fleetCounts, ok bool) {
 	return fleetCounts{}, fleetCounts{}, false
 }
 
+// fastAlerts are the embedded rules with the badge alerts' times scaled
+// from minutes to seconds (15 m: 15 s), for a test to watch them fire.
+func fastAlerts(t *testing.T) []byte {
+	t.Helper()
+	re := regexp.MustCompile(`(time\(\) - sandtop_badged_since_timestamp_seconds\{[^}]*\} > )(\d+)`)
+	n := 0
+	out := re.ReplaceAllFunc(assets.Alerts(), func(m []byte) []byte {
+		sub := re.FindSubmatch(m)
+		secs, _ := strconv.Atoi(string(sub[2]))
+		n++
+		return append(slices.Clone(sub[1]), strconv.Itoa(secs/60)...)
+	})
+	if n < 4 {
+		t.Fatalf("fastAlerts: scaled %d badge alerts, want at least 4", n)
+	}
+	return out
+}
+
+// waitAlert polls ALERTS until alertname for runtime is firing (or, with
+// firing false, until it is not) and returns when it saw that; past the
+// deadline it fails the test.
+func (p *promServer) waitAlert(t *testing.T, alertname, runtime string, firing bool, deadline time.Time) time.Time {
+	t.Helper()
+	q := fmt.Sprintf(`ALERTS{alertname=%q,runtime=%q,alertstate="firing"}`, alertname, runtime)
+	for {
+		now := time.Now()
+		if got := len(p.query(q)) > 0; got == firing {
+			return now
+		}
+		if now.After(deadline) {
+			t.Fatalf("%s for %s: firing still %v at the deadline", alertname, runtime, !firing)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 type sample struct {
 	at    time.Time
 	value float64
@@ -593,7 +649,10 @@ func (p *promServer) get(path string, into any) {
 // `sandtop serve`, and Debian's Prometheus scraping it every second and
 // evaluating the embedded alert rules. What Prometheus holds must match
 // `sandtop list --json` of the same host; killing a supervisor must show
-// in Prometheus as one more orphan (and a pending orphan alert).
+// in Prometheus as one more orphan, and its alert must fire when it has
+// been an orphan for the alert's time (rules scaled to a minute a
+// second), not when the sandbox has existed that long; after serve
+// restarts, the alert waits again.
 func TestServePrometheus(t *testing.T) {
 	lookTool(t, "prometheus")
 	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
@@ -603,11 +662,15 @@ func TestServePrometheus(t *testing.T) {
 		{Name: "paused", Runtime: fleet.Cube, Pause: fleet.PauseFreeze},
 		{Name: "zombie", Runtime: fleet.Docker, Zombies: 2},
 	}})
+	fleetStarted := time.Now()
 	man := f.Manifest()
-	// Scans 2 s apart, so no two share the second the document names.
-	s := startServe(t, nil, "--interval", "2s", "--per-sandbox", "--per-sandbox-limit", "100000")
+	// Scans 2 s apart, so no two share the second the document names; a
+	// fixed address, so that Prometheus finds serve again after a restart.
+	serveArgs := []string{"--interval", "2s", "--per-sandbox", "--per-sandbox-limit", "100000",
+		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	s := startServe(t, nil, serveArgs...)
 	waitHealthy(t, s)
-	p := startPrometheus(t, strings.TrimPrefix(s.url, "http://"))
+	p := startPrometheus(t, fastAlerts(t), strings.TrimPrefix(s.url, "http://"))
 
 	// Prometheus lags serve by a scrape and serve lags the host by a scan.
 	// First choice: list --json read the same before and after the query,
@@ -670,6 +733,15 @@ func TestServePrometheus(t *testing.T) {
 		t.Fatalf("sandbox late is an orphan before its supervisor was killed")
 	}
 
+	// late must have run for longer than the alert's time before it is
+	// orphaned: an alert counted from the start would fire at once.
+	if age := time.Since(fleetStarted); age < 20*time.Second {
+		time.Sleep(20*time.Second - age)
+	}
+	// The alert is per runtime and host: another vm0 orphan on this host
+	// (other work on a shared machine) would fire it whatever late does.
+	others, _ := p.scalar(`sandtop_sandboxes_badged{runtime="vm0",badge="orphan"}`)
+	killed := time.Now()
 	if err := f.KillSupervisor(late); err != nil {
 		t.Fatal(err)
 	}
@@ -684,21 +756,7 @@ func TestServePrometheus(t *testing.T) {
 	}
 	vm0 := p.query(`sandtop_sandboxes_badged{job="sandtop",badge="orphan",runtime="vm0"}`)
 	t.Logf("vm0 orphans in Prometheus: %v", vm0)
-	// The alert rules run in the same Prometheus: the orphan alert is
-	// pending (it fires after 15 minutes).
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		alerts := p.query(`ALERTS{alertname="SandtopSandboxOrphaned",runtime="vm0"}`)
-		if len(alerts) > 0 {
-			t.Logf("ALERTS: %v", alerts)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("no SandtopSandboxOrphaned alert for vm0 in Prometheus")
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+
 	if v, ok := p.scalar(`up{job="sandtop"}`); !ok || v != 1 {
 		t.Errorf("up{job=sandtop} = %v (%v)", v, ok)
 	}
@@ -711,6 +769,45 @@ func TestServePrometheus(t *testing.T) {
 		if i == 0 && len(res) == 0 {
 			t.Errorf("%q: no host leaks vm0 orphans, but sandbox late is one", q)
 		}
+	}
+	// The alert rules run in the same Prometheus, at a minute per second
+	// (fastAlerts): sandbox late ran for more than "15 minutes" before
+	// its supervisor died, and its orphan alert still waits 15 from the
+	// death.
+	if others > 0 {
+		t.Logf("%v other vm0 orphans on this host: the alert's timing is not checked", others)
+		return
+	}
+	fired := p.waitAlert(t, "SandtopSandboxOrphaned", "vm0", true, killed.Add(40*time.Second))
+	t.Logf("SandtopSandboxOrphaned for vm0 fired %.1f s after the supervisor was killed (late started %.1f s before)",
+		fired.Sub(killed).Seconds(), killed.Sub(fleetStarted).Seconds())
+	if fired.Sub(killed) < 15*time.Second {
+		t.Errorf("the orphan alert fired %s after the orphaning, before its 15 (scaled) minutes", fired.Sub(killed))
+	}
+	since, _ := p.scalar(`sandtop_badged_since_timestamp_seconds{runtime="vm0",badge="orphan"}`)
+	earliest, _ := p.scalar(`sandtop_badged_since_earliest_timestamp_seconds{runtime="vm0",badge="orphan"}`)
+	k := float64(killed.UnixMilli()) / 1000
+	t.Logf("vm0 orphan window: %.1f s to %.1f s after the kill", earliest-k, since-k)
+	// The scan that first saw it may have begun just before the kill.
+	if since < k-1 || earliest > since || earliest < k-3 {
+		t.Errorf("vm0 orphan window [%.1f, %.1f] s around the kill, want it to start within a scan (2 s) before the kill and end after it", earliest-k, since-k)
+	}
+
+	// serve restarts: it knows nothing of before, so the window reopens at
+	// its first scan and reaches back to late's start, and the alert waits
+	// its full time again rather than claim what serve did not see.
+	s.stop(t)
+	s = startServe(t, nil, serveArgs...)
+	waitHealthy(t, s)
+	restarted := time.Now()
+	p.waitAlert(t, "SandtopSandboxOrphaned", "vm0", false, restarted.Add(15*time.Second))
+	refired := p.waitAlert(t, "SandtopSandboxOrphaned", "vm0", true, restarted.Add(40*time.Second))
+	t.Logf("after the restart, SandtopSandboxOrphaned for vm0 fired again %.1f s after serve came back", refired.Sub(restarted).Seconds())
+	if refired.Sub(restarted) < 15*time.Second-2*time.Second {
+		t.Errorf("after a restart the orphan alert fired %s after serve's first scan, before its 15 (scaled) minutes", refired.Sub(restarted))
+	}
+	if e, ok := p.scalar(`sandtop_badged_since_earliest_timestamp_seconds{runtime="vm0",badge="orphan"}`); !ok || e > float64(killed.Add(-15*time.Second).Unix()) {
+		t.Errorf("after a restart, the vm0 orphan's earliest is %v (%v), want late's start, long before the kill", e, ok)
 	}
 }
 

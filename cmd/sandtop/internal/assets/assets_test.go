@@ -34,7 +34,7 @@ func TestAlertRulesCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "SUCCESS: 8 rules found") {
+	if !strings.Contains(string(out), "SUCCESS: 9 rules found") {
 		t.Errorf("promtool check rules: %s", out)
 	}
 }
@@ -76,7 +76,7 @@ func alertNames(t *testing.T) []string {
 			names = append(names, n)
 		}
 	}
-	if len(names) < 8 {
+	if len(names) < 9 {
 		t.Fatalf("found %d alerts in alerts.yml", len(names))
 	}
 	return names

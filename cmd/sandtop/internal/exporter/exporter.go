@@ -77,9 +77,10 @@ type Exporter struct {
 	scanDuration prometheus.Histogram
 	scanErrors   *prometheus.CounterVec
 
-	// observeMu serialises Observe, which owns cpu.
+	// observeMu serialises Observe, which owns cpu and since.
 	observeMu sync.Mutex
 	cpu       cpuTotals
+	since     badgeSince
 
 	mu     sync.RWMutex
 	view   *model.View
@@ -191,7 +192,7 @@ func (e *Exporter) Observe(v *model.View, err error, took time.Duration) {
 	if v.Snapshot.Listeners == nil {
 		e.scanErrors.WithLabelValues(SourceUnixSockets).Inc()
 	}
-	sum := summarize(v, e.opts, e.cpu)
+	sum := summarize(v, e.opts, e.cpu, e.since.update(v))
 	e.mu.Lock()
 	e.view, e.sum, e.lastOK, e.lastTook, e.lastErr = v, sum, v.Time, took, nil
 	e.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -11,14 +12,16 @@ import (
 
 // Paths are the endpoints Handler serves, all read-only (GET and HEAD);
 // any other path is 404 and any other method 405.
-var Paths = []string{"/metrics", "/api/v1/sandboxes", "/healthz"}
+var Paths = []string{"/", "/metrics", "/api/v1/sandboxes", "/healthz"}
 
 // Handler serves:
 //
+//   - /: a page for a human: the endpoints and the last scan's counts;
 //   - /metrics: the registry, as Prometheus text or OpenMetrics, whichever
 //     the scraper's Accept header prefers;
 //   - /api/v1/sandboxes: the last good view as the `sandtop list --json`
-//     document (?all=1 as `--all`), 503 before the first good scan;
+//     document (?all=1 as `--all`, or any of ParseBool's spellings), 503
+//     before the first good scan;
 //   - /healthz: 200 while a scan has succeeded within three intervals
 //     (three scans, if a scan takes longer), 503 (with the reason)
 //     otherwise.
@@ -30,6 +33,7 @@ func (e *Exporter) Handler() http.Handler {
 	}))
 	// A "GET" pattern also answers HEAD, and the mux answers other methods
 	// with 405 and an Allow header, and other paths with 404.
+	mux.HandleFunc("GET /{$}", e.serveIndex)
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /api/v1/sandboxes", e.serveSandboxes)
 	mux.HandleFunc("GET /healthz", e.serveHealth)
@@ -46,13 +50,10 @@ func (e *Exporter) serveSandboxes(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusServiceUnavailable)
 		return
 	}
-	all := false
-	switch r.URL.Query().Get("all") {
-	case "", "0", "false":
-	case "1", "true":
-		all = true
-	default:
-		http.Error(w, "all: want 1 or 0", http.StatusBadRequest)
+	q := r.URL.Query()
+	all, err := ParseBool(q.Get("all"), q.Has("all"))
+	if err != nil {
+		http.Error(w, "all: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	var buf bytes.Buffer
@@ -62,6 +63,21 @@ func (e *Exporter) serveSandboxes(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// ParseBool reads a boolean query parameter the ways people write one:
+// 1, t, true, y, yes, on and 0, f, false, n, no, off, in any case. A
+// parameter given with no value (?all) is true; one not given is false.
+func ParseBool(v string, given bool) (bool, error) {
+	switch strings.ToLower(v) {
+	case "":
+		return given, nil
+	case "1", "t", "true", "y", "yes", "on":
+		return true, nil
+	case "0", "f", "false", "n", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean: want 1/true/yes/on or 0/false/no/off", v)
 }
 
 func (e *Exporter) serveHealth(w http.ResponseWriter, _ *http.Request) {

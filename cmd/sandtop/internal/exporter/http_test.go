@@ -92,8 +92,38 @@ func TestHandlerEndpoints(t *testing.T) {
 				t.Errorf("%s: Content-Type %q", path, ct)
 			}
 		}
-		if r := get(t, h, "GET", "/api/v1/sandboxes?all=maybe"); r.StatusCode != http.StatusBadRequest {
-			t.Errorf("all=maybe: %d, want 400", r.StatusCode)
+		if r := get(t, h, "GET", "/api/v1/sandboxes?all=maybe"); r.StatusCode != http.StatusBadRequest || !strings.Contains(body(t, r), "all:") {
+			t.Errorf("all=maybe: %d, want 400 naming the parameter", r.StatusCode)
+		}
+		// The usual spellings of a boolean, in any case.
+		var plain, all bytes.Buffer
+		if err := v.Document(false).Encode(&plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Document(true).Encode(&all); err != nil {
+			t.Fatal(err)
+		}
+		for q, want := range map[string]*bytes.Buffer{"all=true": &all, "all=TRUE": &all, "all=yes": &all, "all=on": &all, "all=t": &all,
+			"all": &all, "all=": &all, "all=false": &plain, "all=No": &plain, "all=off": &plain, "all=f": &plain, "other=1": &plain} {
+			if r := get(t, h, "GET", "/api/v1/sandboxes?"+q); r.StatusCode != 200 || body(t, r) != want.String() {
+				t.Errorf("?%s: %d, or not the document it asks for", q, r.StatusCode)
+			}
+		}
+	})
+
+	t.Run("index", func(t *testing.T) {
+		r := get(t, h, "GET", "/")
+		b := body(t, r)
+		if r.StatusCode != 200 || r.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Fatalf("GET /: %d %s", r.StatusCode, r.Header.Get("Content-Type"))
+		}
+		// Every endpoint is named, and the counts are the view's (vm0: 3
+		// sandboxes, 2 orphans, 1 with zombies, 9 processes).
+		for _, want := range []string{`href="metrics"`, `href="api/v1/sandboxes"`, `href="healthz"`, "sandtop kill",
+			"<td>vm0</td><td>3</td><td>2</td><td>1</td><td>0</td><td>0</td><td>9</td>", "7 processes in no sandbox"} {
+			if !strings.Contains(b, want) {
+				t.Errorf("GET / lacks %q:\n%s", want, b)
+			}
 		}
 	})
 
@@ -123,7 +153,7 @@ func TestHandlerEndpoints(t *testing.T) {
 	})
 
 	t.Run("nothing else", func(t *testing.T) {
-		for _, p := range []string{"/", "/metrics/", "/api/v1/sandboxes/x", "/api/v1", "/debug/pprof/", "/kill"} {
+		for _, p := range []string{"/index.html", "/metrics/", "/api/v1/sandboxes/x", "/api/v1", "/debug/pprof/", "/kill"} {
 			if r := get(t, h, "GET", p); r.StatusCode != http.StatusNotFound {
 				t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
 			}

@@ -32,6 +32,10 @@ var (
 		"Processes some of whose fields could not be read (not root: run serve as root).", nil, nil)
 	descOldestOrphan = prometheus.NewDesc("sandtop_oldest_orphan_start_time_seconds",
 		"Start time of the oldest orphaned sandbox's root process, Unix seconds; absent while the runtime has no orphan.", []string{"runtime"}, nil)
+	descBadgedSince = prometheus.NewDesc("sandtop_badged_since_timestamp_seconds",
+		"When the sandbox of this runtime that has carried the badge longest was first seen with it (the first scan that saw it), Unix seconds; absent while none carries it. The badge may be older, back to sandtop_badged_since_earliest_timestamp_seconds.", []string{"runtime", "badge"}, nil)
+	descBadgedEarliest = prometheus.NewDesc("sandtop_badged_since_earliest_timestamp_seconds",
+		"The earliest any sandbox of this runtime can have got the badge: the last scan that saw it without the badge, or its start when serve never saw it without (it had the badge when serve started), Unix seconds; absent while none carries it, or when a sandbox with no process left was never seen without it.", []string{"runtime", "badge"}, nil)
 	descLastScan = prometheus.NewDesc("sandtop_last_scan_timestamp_seconds",
 		"When the last successful scan read the host, Unix seconds.", nil, nil)
 
@@ -39,6 +43,10 @@ var (
 		"Always 1, one per sandbox (with --per-sandbox).", sandboxLabels, nil)
 	descBadge = prometheus.NewDesc("sandtop_sandbox_badge",
 		"1 for each badge a sandbox carries (with --per-sandbox).", append(sandboxLabels, "badge"), nil)
+	descBadgeSince = prometheus.NewDesc("sandtop_sandbox_badge_since_timestamp_seconds",
+		"When the sandbox was first seen with the badge, Unix seconds (with --per-sandbox).", append(sandboxLabels, "badge"), nil)
+	descBadgeEarliest = prometheus.NewDesc("sandtop_sandbox_badge_since_earliest_timestamp_seconds",
+		"The earliest the sandbox can have got the badge, Unix seconds; absent when unknown (with --per-sandbox).", append(sandboxLabels, "badge"), nil)
 	descCPU = prometheus.NewDesc("sandtop_sandbox_cpu_seconds_total",
 		"CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).", sandboxLabels, nil)
 	descRSS = prometheus.NewDesc("sandtop_sandbox_rss_bytes",
@@ -64,16 +72,23 @@ type runtimeCounts struct {
 	badged                        []int // indexed like model.Badges: every badge present for every runtime
 	// oldestOrphan is a Unix time; 0 while the runtime has no orphan.
 	oldestOrphan float64
+	// since and earliest, indexed like model.Badges, are the windows of
+	// the badges (badgeSince): the latest first sighting and the earliest
+	// possible start over the sandboxes that carry the badge; 0 while
+	// none does, earliest also 0 when one sandbox's is unknown.
+	since, earliest []float64
 }
 
 type sandboxSample struct {
 	key, id, runtime, namespace string
 	badges                      []model.Badge
-	cpu                         float64
-	rss                         uint64
+	// windows are the badges' windows, in the order of badges.
+	windows []badgeWindow
+	cpu     float64
+	rss     uint64
 }
 
-func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
+func summarize(v *model.View, o Options, cpu cpuTotals, windows map[badgeKey]badgeWindow) *summary {
 	s := &summary{
 		byRuntime:    map[string]*runtimeCounts{},
 		unattributed: len(v.Unattributed),
@@ -83,7 +98,8 @@ func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
 	counts := func(rt string) *runtimeCounts {
 		c := s.byRuntime[rt]
 		if c == nil {
-			c = &runtimeCounts{badged: make([]int, len(model.Badges))}
+			n := len(model.Badges)
+			c = &runtimeCounts{badged: make([]int, n), since: make([]float64, n), earliest: make([]float64, n)}
 			s.byRuntime[rt] = c
 			s.runtimes = append(s.runtimes, rt)
 		}
@@ -98,9 +114,17 @@ func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
 		c.processes += len(sb.Members)
 		c.zombies += sb.Zombies
 		for i, b := range model.Badges {
-			if sb.HasBadge(b) {
-				c.badged[i]++
+			w, ok := windows[badgeKey{sb.Key(), b}]
+			if !ok {
+				continue
 			}
+			if c.badged[i] == 0 || w.since < c.since[i] {
+				c.since[i] = w.since
+			}
+			if c.badged[i] == 0 || c.earliest[i] != 0 && (w.earliest == 0 || w.earliest < c.earliest[i]) {
+				c.earliest[i] = w.earliest
+			}
+			c.badged[i]++
 		}
 		if sb.Orphan {
 			start := float64(v.Snapshot.StartTime(sb.Root.Process).Unix())
@@ -111,7 +135,7 @@ func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
 	}
 	slices.Sort(s.runtimes)
 	if o.PerSandbox {
-		s.perSandbox, s.omitted = perSandbox(v, o.PerSandboxLimit, cpu)
+		s.perSandbox, s.omitted = perSandbox(v, o.PerSandboxLimit, cpu, windows)
 	}
 	return s
 }
@@ -119,7 +143,7 @@ func summarize(v *model.View, o Options, cpu cpuTotals) *summary {
 // perSandbox samples at most limit sandboxes: the troubled ones (any
 // badge) first, then the rest, each part in ID order, so the same
 // sandboxes keep their series from one scan to the next.
-func perSandbox(v *model.View, limit int, cpu cpuTotals) ([]sandboxSample, int) {
+func perSandbox(v *model.View, limit int, cpu cpuTotals, windows map[badgeKey]badgeWindow) ([]sandboxSample, int) {
 	picked := make([]*model.Sandbox, 0, min(limit, len(v.Sandboxes)))
 	for _, troubled := range []bool{true, false} {
 		for _, sb := range v.Sandboxes {
@@ -134,6 +158,9 @@ func perSandbox(v *model.View, limit int, cpu cpuTotals) ([]sandboxSample, int) 
 	out := make([]sandboxSample, len(picked))
 	for i, sb := range picked {
 		smp := sandboxSample{key: sb.Key(), id: sb.ID, runtime: sb.Runtime, namespace: sb.Namespace, badges: sb.Badges}
+		for _, b := range sb.Badges {
+			smp.windows = append(smp.windows, windows[badgeKey{sb.Key(), b}])
+		}
 		for _, m := range sb.Members {
 			smp.rss += m.RSS
 		}
@@ -198,11 +225,11 @@ type viewCollector Exporter
 
 func (c *viewCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSandboxes, descBadged, descProcesses, descZombies,
-		descUnattributed, descUnreadable, descOldestOrphan, descLastScan} {
+		descUnattributed, descUnreadable, descOldestOrphan, descBadgedSince, descBadgedEarliest, descLastScan} {
 		ch <- d
 	}
 	if c.opts.PerSandbox {
-		for _, d := range []*prometheus.Desc{descInfo, descBadge, descCPU, descRSS, descOmitted} {
+		for _, d := range []*prometheus.Desc{descInfo, descBadge, descBadgeSince, descBadgeEarliest, descCPU, descRSS, descOmitted} {
 			ch <- d
 		}
 	}
@@ -221,6 +248,12 @@ func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSandboxes, float64(n.sandboxes), rt)
 		for i, b := range model.Badges {
 			gauge(descBadged, float64(n.badged[i]), rt, string(b))
+			if n.badged[i] > 0 {
+				gauge(descBadgedSince, n.since[i], rt, string(b))
+				if n.earliest[i] != 0 {
+					gauge(descBadgedEarliest, n.earliest[i], rt, string(b))
+				}
+			}
 		}
 		gauge(descProcesses, float64(n.processes), rt)
 		gauge(descZombies, float64(n.zombies), rt)
@@ -236,8 +269,12 @@ func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, sb := range s.perSandbox {
 		gauge(descInfo, 1, sb.id, sb.runtime, sb.namespace)
-		for _, b := range sb.badges {
+		for i, b := range sb.badges {
 			gauge(descBadge, 1, sb.id, sb.runtime, sb.namespace, string(b))
+			gauge(descBadgeSince, sb.windows[i].since, sb.id, sb.runtime, sb.namespace, string(b))
+			if sb.windows[i].earliest != 0 {
+				gauge(descBadgeEarliest, sb.windows[i].earliest, sb.id, sb.runtime, sb.namespace, string(b))
+			}
 		}
 		ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, sb.cpu, sb.id, sb.runtime, sb.namespace)
 		gauge(descRSS, float64(sb.rss), sb.id, sb.runtime, sb.namespace)
