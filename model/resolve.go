@@ -15,10 +15,13 @@ const MinShortID = 12
 var ErrResolve = errors.New("cannot resolve sandbox")
 
 // Resolve finds the sandbox named by its Key ("runtime:ns/id"), its Name
-// ("ns/id"), its ID, an alias, or a unique prefix of any of these, as
-// `runner kill` does in the vm0 seed: an empty argument, an unknown name
-// and an ambiguous one (an ID that two namespaces or two runtimes share,
-// a prefix of several) are errors that name the candidates.
+// ("ns/id"), its ID, an alias, or a unique prefix of an ID, an alias or a
+// Name, as `runner kill` does in the vm0 seed: an empty argument, an
+// unknown name and an ambiguous one (an ID that two namespaces or two
+// runtimes share, a prefix of several) are errors that name the
+// candidates. A runtime's name, a namespace, "runtime:" or "ns/" alone
+// never names a sandbox, even where one sandbox of it is all there is: it
+// is an error that lists what it could mean (see HasNamePrefix).
 func (v *View) Resolve(arg string) (*Sandbox, error) {
 	if strings.TrimSpace(arg) == "" {
 		return nil, fmt.Errorf("%w: empty sandbox ID", ErrResolve)
@@ -41,8 +44,11 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q names %d sandboxes; say which%s", ErrResolve, arg, len(hits), candidates(v, hits))
 	}
+	if err := v.notASandboxName(arg); err != nil {
+		return nil, err
+	}
 	for _, sb := range v.Sandboxes {
-		if strings.HasPrefix(sb.ID, arg) || strings.HasPrefix(sb.Name(), arg) || strings.HasPrefix(sb.Key(), arg) {
+		if sb.HasNamePrefix(arg, strings.HasPrefix) {
 			hits = append(hits, sb)
 		}
 	}
@@ -58,6 +64,90 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q is ambiguous%s", ErrResolve, arg, candidates(v, hits))
 	}
+}
+
+// HasNamePrefix reports whether prefix is the start of a name the sandbox
+// answers to: its ID or an alias; its Name ("ns/id") once the prefix holds
+// the namespace, its slash and part of the ID; or either of these after
+// "runtime:" with the sandbox's runtime. A runtime's or a namespace's name
+// is the start of many Keys and Names, and naming a whole runtime is never
+// naming one of its sandboxes: with an empty $ID, "vm0:$ID" must not be
+// the only vm0 VM. hasPrefix is strings.HasPrefix, or a case-folding one
+// for the screen's filter.
+func (s *Sandbox) HasNamePrefix(prefix string, hasPrefix func(s, prefix string) bool) bool {
+	if rt, rest, ok := strings.Cut(prefix, ":"); ok && len(rt) == len(s.Runtime) && hasPrefix(s.Runtime, rt) && s.hasIDPrefix(rest, hasPrefix) {
+		return true
+	}
+	return s.hasIDPrefix(prefix, hasPrefix)
+}
+
+func (s *Sandbox) hasIDPrefix(prefix string, hasPrefix func(s, prefix string) bool) bool {
+	if prefix == "" {
+		return false
+	}
+	if hasPrefix(s.ID, prefix) {
+		return true
+	}
+	for _, a := range s.Aliases {
+		if hasPrefix(a, prefix) {
+			return true
+		}
+	}
+	return s.Namespace != "" && len(prefix) > len(s.Namespace)+1 && hasPrefix(s.Name(), prefix)
+}
+
+// notASandboxName returns an error when arg, which names no sandbox
+// exactly, is a runtime's name or a namespace, alone or followed by its
+// separator ("vm0", "vm0:", "moby", "moby/", "docker:moby/"): words that
+// name many sandboxes at once, however few are running. The error lists
+// the sandboxes it could mean.
+func (v *View) notASandboxName(arg string) error {
+	rt, word, qualified := strings.Cut(arg, ":")
+	if !qualified || !v.isRuntime(rt) {
+		rt, word, qualified = "", arg, false
+	}
+	ns, slash := strings.CutSuffix(word, "/")
+	var what string
+	switch {
+	case qualified && word == "":
+		what = "a runtime"
+	case !qualified && !slash && v.isRuntime(word):
+		what, rt = "a runtime", word
+	case v.isNamespace(ns):
+		what = "a namespace"
+	case slash && !strings.Contains(ns, "/"):
+		return fmt.Errorf("%w: %q is not a sandbox: give an ID (or a unique prefix of one) after the %q", ErrResolve, arg, "/")
+	default:
+		return nil
+	}
+	var of []*Sandbox
+	for _, sb := range v.Sandboxes {
+		if (rt == "" || sb.Runtime == rt) && (what == "a runtime" || sb.Namespace == ns) {
+			of = append(of, sb)
+		}
+	}
+	msg := fmt.Sprintf("%q is %s, not a sandbox: name one sandbox by its ID or a prefix of it", arg, what)
+	if len(of) == 0 {
+		return fmt.Errorf("%w: %s (no sandbox of it on this host)", ErrResolve, msg)
+	}
+	return fmt.Errorf("%w: %s; %s of it on this host:%s", ErrResolve, msg, countSandboxes(len(of)), list(v, of))
+}
+
+// isNamespace reports whether name is the namespace of a sandbox of the
+// view.
+func (v *View) isNamespace(name string) bool {
+	return name != "" && slices.ContainsFunc(v.Sandboxes, func(sb *Sandbox) bool { return sb.Namespace == name })
+}
+
+// isRuntime reports whether name is the runtime of a sandbox of the view
+// or of a preset.
+func (v *View) isRuntime(name string) bool {
+	for _, sb := range v.Sandboxes {
+		if sb.Runtime == name {
+			return true
+		}
+	}
+	return slices.ContainsFunc(presets(), func(r *Rule) bool { return r.Name == name })
 }
 
 // maxCandidates bounds the sandboxes an error lists: a big host has

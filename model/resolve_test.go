@@ -138,3 +138,49 @@ func TestResolveNamespacesAndRuntimes(t *testing.T) {
 		t.Errorf("shown %q for the sim sandbox whose ID a containerd one shares", got)
 	}
 }
+
+// TestResolveNeverTakesARuntimeOrNamespace: on a host holding exactly one
+// sandbox of a runtime (and of a namespace), the runtime's name, the
+// namespace, "runtime:", "ns/" and "runtime:ns/" are errors that list the
+// sandbox, never that sandbox; the same words match nothing in the
+// prefix test the filter and completion share. A prefix of the ID after
+// any of them still resolves.
+func TestResolveNeverTakesARuntimeOrNamespace(t *testing.T) {
+	runtimes := map[string]string{} // runtime -> a namespace it uses
+	for _, r := range Presets() {
+		runtimes[r.Name] = ""
+	}
+	runtimes["docker"], runtimes["containerd"], runtimes["kata"], runtimes["cube"] = "moby", "k8s.io", "default", "cube"
+	// The demo fleet's own names for its runtimes (cmd/sandsim/fleet).
+	for _, rt := range []string{"jailer", "k8s", "cloudflare"} {
+		runtimes[rt] = ""
+	}
+	const id = "7d1e2c3a00000000000000000000000000000000000000000000000000000042"
+	for rt, ns := range runtimes {
+		sb := &Sandbox{ID: id, Runtime: rt, Namespace: ns}
+		v := &View{Sandboxes: []*Sandbox{sb}, byID: map[string]int32{sb.Key(): 0}}
+		words := []string{rt, rt + ":"}
+		if ns != "" {
+			words = append(words, ns, ns+"/", rt+":"+ns+"/")
+		}
+		for _, w := range words {
+			t.Run(rt+"/"+w, func(t *testing.T) {
+				got, err := v.Resolve(w)
+				if err == nil || !errors.Is(err, ErrResolve) {
+					t.Fatalf("Resolve(%q) = %v, %v; want an error", w, got, err)
+				}
+				if !strings.Contains(err.Error(), "\n  "+sb.Name()+"  "+rt) && !strings.Contains(err.Error(), "not a sandbox") {
+					t.Errorf("the error does not list the sandbox it could mean:\n%v", err)
+				}
+				if sb.HasNamePrefix(w, strings.HasPrefix) {
+					t.Errorf("%q counts as a prefix of %s", w, sb.Key())
+				}
+			})
+		}
+		for _, w := range []string{id[:4], rt + ":" + id[:4], qualify(ns, id[:4]), rt + ":" + qualify(ns, id[:4]), sb.Key(), sb.Name()} {
+			if got, err := v.Resolve(w); err != nil || got != sb {
+				t.Errorf("Resolve(%q) = %v, %v; want %s", w, got, err, sb.Key())
+			}
+		}
+	}
+}

@@ -20,6 +20,9 @@ var intervals = []time.Duration{
 
 // key handles a key press in the current mode.
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	if m.tooSmall() {
+		return m.tooSmallKey(msg)
+	}
 	switch m.mode {
 	case modeConfirm:
 		return m.confirmKey(msg)
@@ -139,6 +142,30 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.Close):
 		m.escape()
+	}
+	return nil
+}
+
+// tooSmallKey handles a key while the window is too small to draw
+// anything but a line saying so: no key may act on what the operator
+// cannot see (a confirmation drawn nowhere, a row off the screen), so only
+// quitting and help act; everything else waits for a bigger window.
+// Quitting is ctrl+c in a text field or a dialog, where q is typed text or
+// a dialog's key.
+func (m *Model) tooSmallKey(msg tea.KeyMsg) tea.Cmd {
+	k := &m.keys
+	switch {
+	case key.Matches(msg, k.ForceQuit):
+		if m.mode == modeConfirm {
+			m.closeConfirm()
+		}
+		return m.quit()
+	case m.mode != modeNormal:
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.ShowHelp, k.CloseHelp):
+		m.help.ShowAll = !m.help.ShowAll
+		k.showingHelp(m.help.ShowAll)
 	}
 	return nil
 }

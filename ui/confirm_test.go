@@ -203,3 +203,54 @@ func TestConfirmListsProcesses(t *testing.T) {
 		})
 	}
 }
+
+// TestNoKeyActsWhileTooSmall: at 20×5 the screen says only "terminal too
+// small", so K then y (or a confirmation opened at a good size and then
+// shrunk away) tears nothing down; quit and help still act, and at the
+// smallest size the screen draws, the confirmation shows its question and
+// both buttons before y is taken.
+func TestNoKeyActsWhileTooSmall(t *testing.T) {
+	t.Run("K then y at 20x5", func(t *testing.T) {
+		k := &fakeKiller{}
+		m := newTestModel(t, &fakeSource{views: fleetViews(1)}, k)
+		settle(m, size(20, 5), m.Init()())
+		sel(idOrphan)(t, m)
+		settle(m, keys("K", "y", "enter", "t", "y")...)
+		if m.mode == modeConfirm || len(k.runs()) > 0 {
+			t.Fatalf("mode %v, ran %v: a key acted on a screen that shows nothing", m.mode, k.runs())
+		}
+		settle(m, keys("?")...)
+		if !m.help.ShowAll {
+			t.Error("? does not act while the window is too small")
+		}
+		if cmd := m.key(keyMsg("q")); cmd == nil {
+			t.Error("q does not quit while the window is too small")
+		}
+	})
+	t.Run("shrunk under an open confirmation", func(t *testing.T) {
+		k := &fakeKiller{}
+		m := newTestModel(t, &fakeSource{views: fleetViews(1)}, k)
+		settle(m, size(120, 40), m.Init()())
+		sel(idOrphan)(t, m)
+		settle(m, keys("K")...)
+		if m.mode != modeConfirm {
+			t.Fatal("K did not open the confirmation")
+		}
+		settle(m, size(20, 5))
+		settle(m, keys("y", "tab", "enter")...)
+		if len(k.runs()) > 0 {
+			t.Fatalf("ran %v from a confirmation nobody could see", k.runs())
+		}
+		settle(m, size(minWidth, minHeight))
+		view := m.View()
+		for _, want := range []string{"Tear down sandbox " + idOrphan, "Cancel", "Tear down"} {
+			if !strings.Contains(view, want) {
+				t.Errorf("at %d×%d the confirmation lacks %q:\n%s", minWidth, minHeight, want, view)
+			}
+		}
+		settle(m, keys("y")...)
+		if got := k.runs(); !slices.Equal(got, []string{idOrphan}) {
+			t.Errorf("ran %v once the confirmation was drawn, want %s", got, idOrphan)
+		}
+	})
+}

@@ -385,3 +385,36 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 		}
 	}
 }
+
+// TestKillNeverTakesARuntimeName: on a fleet holding one sandbox of each of
+// a few runtimes, a runtime's name, a namespace, "runtime:" (what
+// "vm0:$ID" is with an empty $ID) and "ns/" are usage errors that say what
+// the word is, and nothing is planned or signalled; completion offers no
+// sandbox for them.
+func TestKillNeverTakesARuntimeName(t *testing.T) {
+	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "kata", Runtime: fleet.Kata},
+		{Name: "vm", Runtime: fleet.VM0},
+		{Name: "jail", Runtime: fleet.Jailer},
+		{Name: "docker", Runtime: fleet.Docker},
+	}}).Manifest()
+	g := &globals{procRoot: "/proc", sysRoot: "/sys"}
+	for _, w := range []string{"kata", "firecracker", "vm0", "vm0:", "docker", "moby", "moby/", "docker:moby/", "kata:"} {
+		t.Run(w, func(t *testing.T) {
+			code, out, errOut := sandtop(t, "kill", "--dry-run", w)
+			if code != exitUsage || !strings.Contains(errOut, "not a sandbox") || strings.Contains(out, "target:") {
+				t.Errorf("kill --dry-run %q: exit %d, stdout %q, stderr %q; want exit %d naming what the word is", w, code, out, errOut, exitUsage)
+			}
+			if got := completeIDs(g, nil, w); len(got) > 0 {
+				t.Errorf("completion of %q offers %q", w, got)
+			}
+		})
+	}
+	for _, name := range []string{"kata", "vm", "jail", "docker"} {
+		for _, p := range m.Sandbox(name).Processes {
+			if !alive(p.Identity) && p.Role != fleet.RoleZombie {
+				t.Errorf("%s: %d %s is gone", name, p.PID, p.Comm)
+			}
+		}
+	}
+}

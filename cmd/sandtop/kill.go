@@ -330,14 +330,14 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 	v, names := completionView(g)
 	for _, sb := range v.Sandboxes {
 		name := v.FullName(sb)
-		if !strings.HasPrefix(name, prefix) && !strings.HasPrefix(sb.ID, prefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) ||
+		if prefix != "" && !sb.HasNamePrefix(prefix, strings.HasPrefix) || slices.Contains(already, name) || slices.Contains(already, names[sb]) ||
 			!model.IsPrintable(name) {
 			continue
 		}
 		if !strings.HasPrefix(name, prefix) {
-			// Typed without its namespace: the shell keeps only words
-			// that start with what was typed, and kill takes the bare ID.
-			name = sb.ID
+			// Typed without its namespace or runtime, or as an alias: the
+			// shell keeps only words that start with what was typed.
+			name = firstWithPrefix(prefix, append([]string{sb.Name(), sb.ID}, sb.Aliases...)...)
 		}
 		desc := sb.Runtime + ", " + format.Count(len(sb.Members), "process", "processes")
 		if len(sb.Badges) > 0 {
@@ -346,4 +346,14 @@ func completeIDs(g *globals, already []string, prefix string) []string {
 		out = append(out, name+"\t"+model.Printable(desc))
 	}
 	return out
+}
+
+// firstWithPrefix returns the first of names that starts with prefix, or "".
+func firstWithPrefix(prefix string, names ...string) string {
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			return n
+		}
+	}
+	return ""
 }

@@ -142,12 +142,7 @@ func TestKillFinishesWhateverHappensToItsOutput(t *testing.T) {
 // teardown waits out its grace on a member that ignores SIGTERM. sandtop
 // gets SIGHUP; the teardown must still finish and be audited.
 func TestTUIFinishesTeardownWhenTerminalCloses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds sandtop and runs a fleet")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("needs tmux")
-	}
+	skipUnlessTmuxFleet(t)
 	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "stubborn", Runtime: fleet.Containerd, IgnoreTERM: true},
 	}}).Manifest()
@@ -201,5 +196,59 @@ func assertTornDownAndAudited(t *testing.T, sb *fleet.Sandbox, audit string) {
 	var rec teardown.AuditRecord
 	if err := json.Unmarshal(b, &rec); err != nil || rec.ID != sb.ID || !rec.Totals.OK() {
 		t.Errorf("audit record %q (%v)", b, err)
+	}
+}
+
+// TestTUIKeysWhileTooSmall selects a sandbox in the live screen in a real
+// terminal (tmux), shrinks the window to 20×5, where the screen says only
+// that it is too small, and presses K then y: nothing is signalled and the
+// audit log is not written. Back at a usable size the screen is as it was.
+func TestTUIKeysWhileTooSmall(t *testing.T) {
+	skipUnlessTmuxFleet(t)
+	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "small", Runtime: fleet.Containerd},
+	}}).Manifest()
+	sb := m.Sandbox("small")
+	bin := sandtopBinary(t)
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.jsonl")
+	session := "sandtop-small-" + strconv.Itoa(os.Getpid())
+	tm := newTmux(t, dir)
+	tmux := func(args ...string) { t.Helper(); tm.run(args...) }
+	tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "40", "exec "+bin+" --grace 0 --audit-log "+audit)
+	waitScreen(t, tm.sock, session, " sandbox")
+	tmux("send-keys", "-t", session, "/", "id:"+sb.ID[:16], "Enter")
+	waitScreen(t, tm.sock, session, "1 of")
+	tmux("resize-window", "-t", session, "-x", "20", "-y", "5")
+	waitScreen(t, tm.sock, session, "too small")
+	tmux("send-keys", "-t", session, "K")
+	time.Sleep(time.Second) // room for a plan to come back, were one asked for
+	tmux("send-keys", "-t", session, "y")
+	tmux("send-keys", "-t", session, "Enter")
+	time.Sleep(2 * time.Second)
+	for _, p := range sb.Processes {
+		if !alive(p.Identity) && p.Role != fleet.RoleZombie {
+			t.Errorf("%d %s (%s) was signalled from a screen that showed nothing", p.PID, p.Comm, p.Role)
+		}
+	}
+	if _, err := os.Stat(audit); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the audit log was written (%v)", err)
+	}
+	tmux("resize-window", "-t", session, "-x", "150", "-y", "40")
+	screen := waitScreen(t, tm.sock, session, "1 of")
+	if strings.Contains(screen, "Tear down") {
+		t.Errorf("a confirmation opened while the screen was too small:\n%s", screen)
+	}
+}
+
+// skipUnlessTmuxFleet skips a test that builds sandtop and runs it on a
+// fleet in tmux, in -short runs and where tmux is missing.
+func skipUnlessTmuxFleet(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds sandtop and runs a fleet")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
 	}
 }

@@ -288,15 +288,7 @@ func (t term) sandbox(sb *model.Sandbox) bool {
 	case Runtime:
 		return strings.EqualFold(sb.Runtime, t.value)
 	case ID:
-		if hasPrefixFold(sb.ID, t.value) || hasPrefixFold(sb.Name(), t.value) {
-			return true
-		}
-		for _, a := range sb.Aliases {
-			if hasPrefixFold(a, t.value) {
-				return true
-			}
-		}
-		return false
+		return sb.HasNamePrefix(t.value, hasPrefixFold)
 	case Word:
 		if contains(sb.Name(), t.value) || contains(sb.Runtime, t.value) {
 			return true

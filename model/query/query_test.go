@@ -118,7 +118,7 @@ func fleet() ([]*model.Sandbox, []*proc.Process) {
 			Members: []*model.Member{member(200, "firecracker", "firecracker", "--config-file", "/w/0f806d14/config.json"), member(201, "sh")}},
 		{ID: "7d1e2c3a", Runtime: "vm0", Badges: []model.Badge{model.BadgeOrphan},
 			Members: []*model.Member{member(300, "vsock-proxy", "vsock-proxy", "--port", "9")}},
-		{ID: "c0ffee00", Aliases: []string{"pod-1234"}, Runtime: "containerd",
+		{ID: "c0ffee00", Namespace: "k8s.io", Aliases: []string{"pod-1234"}, Runtime: "containerd",
 			Members: []*model.Member{member(350, "containerd-shim", "containerd-shim", "-id", "c0ffee00"), member(351, "nginx", "nginx: master")}},
 		{ID: "deadbeef", Runtime: "cube", Badges: []model.Badge{model.BadgeOrphan, model.BadgePaused},
 			Members: []*model.Member{partial}},
@@ -149,6 +149,15 @@ func TestMatch(t *testing.T) {
 		{"id:c0ff", []string{"c0ffee00"}, nil},
 		{"id:ffee", nil, nil}, // a prefix, not a substring
 		{"id:pod-12", []string{"c0ffee00"}, nil},
+		{"id:k8s.io/c0", []string{"c0ffee00"}, nil},
+		{"id:containerd:k8s.io/c0", []string{"c0ffee00"}, nil},
+		{"id:cube:dead", []string{"deadbeef"}, nil},
+		// A runtime or a namespace names no sandbox, however few it has.
+		{"id:vm0", nil, nil},
+		{"id:cube", nil, nil},
+		{"id:cube:", nil, nil},
+		{"id:k8s", nil, nil},
+		{"id:k8s.io/", nil, nil},
 		{"ffee", []string{"c0ffee00"}, nil}, // a plain word is a substring
 		{"pid:401", []string{"deadbeef"}, nil},
 		{"pid:502", nil, []int{502}},
