@@ -97,13 +97,13 @@ func (s *Styles) header(h headerState, width int) string {
 		if h.replay {
 			return "recorded " + h.view.Time.Local().Format("15:04:05")
 		}
-		return h.view.Time.Format("15:04:05") + " every " + interval(h.interval)
+		return h.view.Time.Format("15:04:05") + " every " + format.Duration(h.interval)
 	}
 	switch {
 	case h.view == nil && h.replay:
 		parts = append(parts, part{s.HeaderFaint.Render("reading the recording…"), 0})
 	case h.view == nil:
-		parts = append(parts, part{s.HeaderFaint.Render("scanning…"), 0}, part{s.HeaderFaint.Render("every " + interval(h.interval)), 2})
+		parts = append(parts, part{s.HeaderFaint.Render("scanning…"), 0}, part{s.HeaderFaint.Render("every " + format.Duration(h.interval)), 2})
 	default:
 		var badges []string
 		for _, b := range model.Badges {
@@ -170,19 +170,6 @@ func (s *Styles) header(h headerState, width int) string {
 		first = strings.Join(top, " ")
 	}
 	return ansi.Truncate(first, width, "…") + "\n" + ansi.Truncate(strings.Join(second, sep), width, "…")
-}
-
-// interval spells a refresh interval without trailing zero units: "1s",
-// "250ms", "1h" rather than "1h0m0s".
-func interval(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // meters is the host's CPU, memory and load in one compact part, as htop's

@@ -67,13 +67,13 @@ survived or a step failed, 2 for usage errors and IDs that do not resolve.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntSliceVar(&o.pids, "pid", nil, "tear down the process tree rooted at this PID (repeatable)")
+	pidsFlag(f, &o.pids, "pid", "tear down the process tree rooted at this PID (repeatable)")
 	f.BoolVarP(&o.force, "force", "f", false, "do not ask for confirmation")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan and exit")
 	f.BoolVar(&o.reconcile, "reconcile", false, "after a clean teardown, run the runtime's own command so it notices (podman rm --force <id>; from the rule, shown in the plan)")
-	f.BoolVar(&o.json, "json", false, "print events as JSON lines")
-	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "how long to wait after SIGTERM before SIGKILL (0: SIGKILL at once)")
-	f.DurationVar(&o.deadline, "deadline", teardown.DefaultDeadline, "how long to keep killing newcomers before reporting survivors")
+	f.BoolVar(&o.json, "json", false, "print events as JSON lines (with --dry-run: one plan a line)")
+	durationFlag(f, &o.grace, "grace", teardown.DefaultGrace, graceRange, "how long to wait after SIGTERM before SIGKILL (0: SIGKILL at once)")
+	durationFlag(f, &o.deadline, "deadline", teardown.DefaultDeadline, deadlineRange, "how long to keep killing newcomers before reporting survivors")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
 	_ = cmd.RegisterFlagCompletionFunc("pid", func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		return completePIDs(g, o.pids, prefix), cobra.ShellCompDirectiveNoFileComp
@@ -115,6 +115,9 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	}
 
 	if o.dryRun {
+		if o.json {
+			return writePlansJSON(out, plans)
+		}
 		for _, p := range plans {
 			p.Write(out)
 		}
@@ -208,6 +211,56 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 			msg += " (interrupted)"
 		}
 		return &exitError{code: exitFailure, err: errors.New(msg)}
+	}
+	return nil
+}
+
+// planJSON is a plan as kill --dry-run --json prints it, one JSON line
+// per target: what the plan text says, with the strings a process controls
+// kept as they are (the encoder escapes them).
+type planJSON struct {
+	Plan       string          `json:"plan"`
+	Key        string          `json:"key,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Namespace  string          `json:"namespace,omitempty"`
+	Runtime    string          `json:"runtime"`
+	RootPID    int             `json:"root_pid"`
+	Cgroup     string          `json:"cgroup"`
+	Supervisor string          `json:"supervisor"`
+	Cleanup    []string        `json:"cleanup"`
+	Reconcile  []string        `json:"reconcile,omitempty"`
+	Strategy   string          `json:"strategy"`
+	Steps      []teardown.Step `json:"steps"`
+	GraceMS    int64           `json:"grace_ms"`
+	DeadlineMS int64           `json:"deadline_ms"`
+	Members    []planMember    `json:"members"`
+}
+
+type planMember struct {
+	PID    int    `json:"pid"`
+	Start  uint64 `json:"start_ticks"`
+	PPID   int    `json:"ppid"`
+	Comm   string `json:"comm"`
+	Zombie bool   `json:"zombie,omitempty"`
+}
+
+func writePlansJSON(w io.Writer, plans []*teardown.Plan) error {
+	enc := json.NewEncoder(w)
+	for _, p := range plans {
+		f := p.Facts()
+		doc := planJSON{Plan: p.Target, Key: p.Key, Runtime: p.Runtime,
+			RootPID: p.RootPID, Cgroup: f.Cgroup, Supervisor: f.Supervisor, Cleanup: f.CleanupPaths,
+			Reconcile: p.Reconcile, Strategy: f.Strategy, Steps: f.Steps,
+			GraceMS: p.Grace.Milliseconds(), DeadlineMS: p.Deadline.Milliseconds(), Members: []planMember{}}
+		if p.Sandbox != nil {
+			doc.ID, doc.Namespace = p.Sandbox.ID, p.Sandbox.Namespace
+		}
+		for _, m := range p.Members {
+			doc.Members = append(doc.Members, planMember{PID: m.PID, Start: m.Start, PPID: m.PPID, Comm: m.Comm, Zombie: m.Zombie})
+		}
+		if err := enc.Encode(doc); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
 	}
 	return nil
 }

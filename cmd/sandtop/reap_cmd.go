@@ -85,16 +85,16 @@ lets a running teardown finish, then exits.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.selects, "select", nil, "filter-language selection; repeatable, any matches (default badge:orphan, badge:leftover)")
-	f.DurationVar(&o.forD, "for", 10*time.Minute, "how long a sandbox must match, every scan under one identity, before it is reaped")
-	f.DurationVar(&o.minAge, "min-age", 10*time.Minute, "reap only sandboxes at least this old")
-	f.IntVar(&o.max, "max", 10, "at most this many teardowns a pass, oldest first (0: no bound)")
-	f.DurationVar(&o.interval, "interval", time.Minute, "pause between passes")
+	durationFlag(f, &o.forD, "for", 10*time.Minute, spanRange, "how long a sandbox must match, every scan under one identity, before it is reaped")
+	durationFlag(f, &o.minAge, "min-age", 10*time.Minute, spanRange, "reap only sandboxes at least this old")
+	intFlag(f, &o.max, "max", 10, 0, 10000, "at most this many teardowns a pass, oldest first (0: no bound)")
+	durationFlag(f, &o.interval, "interval", time.Minute, intervalRange, "pause between passes")
 	f.BoolVar(&o.once, "once", false, "one pass (after watching for --for), then exit")
 	f.BoolVar(&o.apply, "apply", false, "tear down; without it nothing is touched (dry run)")
-	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "how long a teardown waits after SIGTERM before SIGKILL")
-	f.DurationVar(&o.deadline, "deadline", teardown.DefaultDeadline, "how long a teardown keeps killing newcomers before reporting survivors")
-	f.StringVar(&o.listen, "listen", "", "serve Prometheus metrics on this address (/metrics)")
-	f.StringVar(&o.logFormat, "log-format", "", "json or text (default: text on a terminal, json otherwise)")
+	durationFlag(f, &o.grace, "grace", teardown.DefaultGrace, graceRange, "how long a teardown waits after SIGTERM before SIGKILL")
+	durationFlag(f, &o.deadline, "deadline", teardown.DefaultDeadline, deadlineRange, "how long a teardown keeps killing newcomers before reporting survivors")
+	addrFlag(f, &o.listen, "listen", "", "serve Prometheus metrics on this address (/metrics)")
+	choiceFlag(f, &o.logFormat, "log-format", "", []string{"text", "json"}, "json or text (default: text on a terminal, json otherwise)")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
 	return cmd
 }
@@ -190,12 +190,6 @@ func (o *reapOpts) config() (reap.Config, error) {
 	}
 	if cfg.AuditPath == "" {
 		cfg.AuditPath = teardown.DefaultAuditPath()
-	}
-	switch {
-	case o.forD < 0, o.minAge < 0, o.max < 0, o.grace < 0:
-		return cfg, errors.New("--for, --min-age, --max and --grace cannot be negative")
-	case o.interval <= 0:
-		return cfg, errors.New("--interval must be positive")
 	}
 	// A scan later than this after the last one breaks continuity: the
 	// interval twice over, plus what a full pass of teardowns may take.

@@ -39,9 +39,9 @@ func TestReapRefusals(t *testing.T) {
 		{"one of several selections without a badge", `--select "vm0"`, []string{"reap", "--apply", "--for", "2m", "--select", "badge:orphan", "--select", "vm0"}},
 		{"apply with a short --for", "--for 30s: under 1m0s only with --once", []string{"reap", "--apply", "--for", "30s"}},
 		{"unknown badge", "--select \"badge:orphn\"", []string{"reap", "--select", "badge:orphn"}},
-		{"bad log format", "log format", []string{"reap", "--log-format", "xml"}},
-		{"zero interval", "--interval must be positive", []string{"reap", "--interval", "0s"}},
-		{"negative max", "cannot be negative", []string{"reap", "--max", "-1"}},
+		{"bad log format", `"--log-format" flag: want text or json`, []string{"reap", "--log-format", "xml"}},
+		{"zero interval", `"--interval" flag: out of range: from 100ms to 24h`, []string{"reap", "--interval", "0s"}},
+		{"negative max", `"--max" flag: out of range: from 0 to 10000`, []string{"reap", "--max", "-1"}},
 		{"arguments", "unknown command", []string{"reap", "7d1e"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,21 +71,11 @@ and frame index instead.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.out, "output", "o", "", "record to this file (it must not exist)")
 	f.StringVar(&o.dump, "dump", "", "print this recording's header and frame index")
-	f.DurationVar(&o.interval, "interval", time.Second, "time between snapshots")
-	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
-	f.DurationVar(&o.keyEvery, "key-every", defaultKeyEvery, "time between key frames (whole snapshots)")
+	durationFlag(f, &o.interval, "interval", time.Second, intervalRange, "time between snapshots")
+	durationFlag(f, &o.duration, "duration", 0, spanRange, "stop after this long (0: until Ctrl-C)")
+	durationFlag(f, &o.keyEvery, "key-every", defaultKeyEvery, spanRange, "time between key frames (whole snapshots)")
 	f.Var(&o.maxSize, "max-size", "stop before the file grows past this (B, KiB, MiB, GiB; 0: no limit)")
 	return cmd
-}
-
-func (o *recordOpts) check() error {
-	if o.interval < 100*time.Millisecond {
-		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
-	}
-	if o.duration < 0 || o.keyEvery < 0 {
-		return usageErr(errors.New("--duration and --key-every must not be negative"))
-	}
-	return nil
 }
 
 // recordScanner is the scanner a recording reads with. It reads every
@@ -157,9 +147,6 @@ func (r *newRecording) close(stopped string) (frames int, size int64, err error)
 }
 
 func runRecord(cmd *cobra.Command, g *globals, o *recordOpts) error {
-	if err := o.check(); err != nil {
-		return err
-	}
 	rules, err := g.rules()
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -173,13 +174,33 @@ func (g *globals) oneShotScanner(need func(*proc.Process) proc.Fields) (*proc.Sc
 }
 
 func (g *globals) newScanner(opts proc.Options) (*proc.Scanner, error) {
-	// A --proc-root that is not there is a mistyped flag (exit 2), said
-	// once rather than wrapped three times.
-	if _, err := os.Stat(g.procRoot); err != nil {
-		return nil, usageErr(fmt.Errorf("--proc-root %s: %w", g.procRoot, errors.Unwrap(err)))
+	if err := checkProcRoot(g.procRoot); err != nil {
+		return nil, usageErr(err)
 	}
 	opts.ProcRoot, opts.SysRoot = g.procRoot, g.sysRoot
 	return proc.NewScanner(opts)
+}
+
+// checkProcRoot refuses a --proc-root that is not there or holds no
+// process: a mistyped flag (exit 2), said once, not an empty host. procfs
+// lists its own files before the pids, so this reads a few dozen entries.
+func checkProcRoot(root string) error {
+	d, err := os.Open(root)
+	if err != nil {
+		return fmt.Errorf("--proc-root %s: %w", model.Printable(root), errors.Unwrap(err))
+	}
+	defer d.Close()
+	for {
+		names, err := d.Readdirnames(64)
+		for _, n := range names {
+			if _, err := strconv.Atoi(n); err == nil {
+				return nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("--proc-root %s: no process directories there: not a procfs", model.Printable(root))
+		}
+	}
 }
 
 // view scans once and groups the result, reading only what the rules

@@ -55,20 +55,14 @@ unless --listen says otherwise. Runs until SIGINT or SIGTERM.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", exporter.DefaultListen, "address to serve on (loopback unless you choose otherwise)")
-	f.DurationVar(&o.interval, "interval", exporter.DefaultInterval, "time between scans")
+	addrFlag(f, &o.listen, "listen", exporter.DefaultListen, "address to serve on (loopback unless you choose otherwise)")
+	durationFlag(f, &o.interval, "interval", exporter.DefaultInterval, intervalRange, "time between scans")
 	f.BoolVar(&o.perSandbox, "per-sandbox", false, "also export one series per sandbox (id label), at most --per-sandbox-limit of them")
-	f.IntVar(&o.perSandboxLimit, "per-sandbox-limit", exporter.DefaultPerSandboxLimit, "most sandboxes with per-sandbox series; troubled ones (orphan, zombie, paused) first")
+	intFlag(f, &o.perSandboxLimit, "per-sandbox-limit", exporter.DefaultPerSandboxLimit, 1, 100000, "most sandboxes with per-sandbox series; troubled ones (orphan, zombie, paused) first")
 	return cmd
 }
 
 func runServe(ctx context.Context, g *globals, o *serveOpts, errOut io.Writer) error {
-	if o.interval < 100*time.Millisecond {
-		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
-	}
-	if o.perSandboxLimit < 1 {
-		return usageErr(fmt.Errorf("--per-sandbox-limit %d: must be at least 1", o.perSandboxLimit))
-	}
 	rules, err := g.rules()
 	if err != nil {
 		return err

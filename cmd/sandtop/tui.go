@@ -35,14 +35,14 @@ func (o *tuiOpts) addFlags(cmd *cobra.Command) {
 	o.addViewFlags(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&o.readOnly, "read-only", false, "never signal anything: the kill keys are disabled (same as sandtop watch)")
-	f.DurationVar(&o.grace, "grace", teardown.DefaultGrace, "graceful teardown: wait this long after SIGTERM before SIGKILL (0: start on immediate SIGKILL)")
+	durationFlag(f, &o.grace, "grace", teardown.DefaultGrace, graceRange, "graceful teardown: wait this long after SIGTERM before SIGKILL (0: start on immediate SIGKILL)")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
 }
 
 // addViewFlags are the flags `watch` shares with the root command.
 func (o *tuiOpts) addViewFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.DurationVar(&o.interval, "interval", ui.DefaultInterval, "time between refreshes (+ and - change it live)")
+	durationFlag(f, &o.interval, "interval", ui.DefaultInterval, intervalRange, "time between refreshes (+ and - change it live)")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox, as one host group (key a)")
 	f.StringVar(&o.record, "record", "", "record every refresh to this file, as sandtop record does (replay it with sandtop replay)")
 }
@@ -94,12 +94,6 @@ func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui
 }
 
 func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
-	if o.interval < 100*time.Millisecond {
-		return usageErr(fmt.Errorf("--interval %s: must be at least 100ms", o.interval))
-	}
-	if o.grace < 0 {
-		return usageErr(fmt.Errorf("--grace %s: must not be negative", o.grace))
-	}
 	in, out, err := terminal(cmd)
 	if err != nil {
 		return err

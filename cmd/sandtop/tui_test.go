@@ -52,9 +52,9 @@ func TestTUIUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--interval", "10ms"}, "at least 100ms"},
-		{[]string{"--grace", "-1s"}, "must not be negative"},
-		{[]string{"watch", "--interval", "0s"}, "at least 100ms"},
+		{[]string{"--interval", "10ms"}, "from 100ms to 24h"},
+		{[]string{"--grace", "-1s"}, "from 0s to 1h"},
+		{[]string{"watch", "--interval", "0s"}, "from 100ms to 24h"},
 		{nil, "needs a terminal"},
 		{[]string{"watch"}, "needs a terminal"},
 		{[]string{"--read-only"}, "needs a terminal"},

@@ -6,6 +6,7 @@ package format
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,19 @@ func Bytes(n uint64) string {
 		v /= unit
 	}
 	panic("unreachable")
+}
+
+// Duration spells a duration without trailing zero units: "1s", "250ms",
+// "10m", "1h" rather than "10m0s" or "1h0m0s".
+func Duration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Age renders a duration in its two largest units: 45s, 3m12s, 2h05m, 4d03h.

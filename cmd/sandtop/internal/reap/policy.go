@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/ui/format"
 )
 
 // Policy is what the operator asked for.
@@ -204,13 +205,4 @@ func (t *Tracker) reason(d Decision, gap bool) string {
 }
 
 // short renders a duration to the second ("2m0s" as "2m").
-func short(d time.Duration) string {
-	s := d.Round(time.Second).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func short(d time.Duration) string { return format.Duration(d.Round(time.Second)) }
