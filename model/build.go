@@ -55,8 +55,8 @@ type Builder struct {
 	alike *alikeMemo
 	// pre holds, during a one-off Build, the match of each process of
 	// preProcs (the snapshot) by its position (see prematch); preIx finds
-	// the position. A pointer per process: a Match per process was 0.7 MB of
-	// a one-off Build's memory at 10,000 processes, for 2,000 distinct ones.
+	// the position. A pointer per process, not a Match: most processes share
+	// a few distinct matches.
 	pre      []*Match
 	preProcs []*proc.Process
 	preIx    *pidIndex
@@ -531,8 +531,8 @@ func (w *build) addRule(sb *Sandbox, m Match) {
 // A match's Vars are read-only: the Builder shares one map between the
 // matches of many processes (see sharedMatch), and a sticky sandbox brings
 // its previous view's. So sb takes the first match's map as it is, which
-// for most sandboxes is all they capture (a map per sandbox was 6% of a
-// steady Builder's memory at 10,000 processes), and copies it before it
+// for most sandboxes is all they capture (a map per sandbox was a
+// noticeable part of a steady Builder's memory), and copies it before it
 // writes a capture of its own (see setVar).
 func (w *build) addVars(sb *Sandbox, vars map[string]string) {
 	if a := vars["alias"]; a != "" && a != sb.ID && !slices.Contains(sb.Aliases, a) {
@@ -586,8 +586,8 @@ const chunkLen = 16
 // chunks hands out the first chunkLen slots of many short lists (the
 // processes of each sandbox, of each cgroup) from one backing array, so a
 // thousand sandboxes cost one allocation instead of five doublings each
-// (those appends were half of a steady Build's allocations at 10,000
-// processes). A list that outgrows its chunk moves out as append does; a
+// (those appends were the largest share of a steady Build's allocations).
+// A list that outgrows its chunk moves out as append does; a
 // chunk's capacity ends at its end, so lists never overlap.
 type chunks[T any] struct {
 	free []T

@@ -13,7 +13,7 @@ import (
 )
 
 // Document is the stable JSON form of a view (`sandtop list --json`). Field
-// names and meanings are documented in README.md; add fields, never rename.
+// names and meanings are documented in docs/json.md; add fields, never rename.
 type Document struct {
 	Time      time.Time     `json:"time"`
 	Host      string        `json:"host"`

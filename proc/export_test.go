@@ -26,3 +26,13 @@ var afterTests []func() error
 
 // AfterTests registers fn to run once every test and benchmark is done.
 func AfterTests(fn func() error) { afterTests = append(afterTests, fn) }
+
+// Invalidate forgets the cached static fields of one identity, so the next
+// scan reads them again, as if the process had just been migrated to
+// another cgroup: the cache does not notice migrations (see scan_cache.go),
+// and the tests use it to show that a migration shows only then.
+func (s *Scanner) Invalidate(id Identity) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache.drop(id)
+}

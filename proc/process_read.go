@@ -136,9 +136,6 @@ func (c *readCounts) add(o readCounts) {
 	c.list += o.list
 }
 
-// static returns how many files other than stat were read.
-func (c readCounts) static() int { return c.status + c.cmdline + c.cgroup + c.exe + c.cwd }
-
 // fillProcess sets *p from a stat and the static fields read for it. The
 // slices in sf are shared, never copied: a Snapshot and everything in it is
 // read-only once returned.

@@ -111,7 +111,10 @@ type Scanner struct {
 	// reads counts the files the last Scan read, by kind.
 	reads readCounts
 	// testHookAfterStat, when set, runs between reading every stat and reading
-	// the static fields, so tests can make a process vanish mid-scan.
+	// the static fields. It is a seam kept on purpose: a process that exits
+	// or whose pid is reused in exactly that window is the race the scan's
+	// vanished-process handling exists for, and no outside timing hits it
+	// reliably. Nothing but proc's own tests can set it (it is unexported).
 	testHookAfterStat func()
 }
 
@@ -175,15 +178,6 @@ func (s *Scanner) Close() error {
 
 // Mounts says where the cgroup hierarchies are, with Options.SysRoot applied.
 func (s *Scanner) Mounts() Mounts { return s.mounts }
-
-// Invalidate forgets the cached static fields of one identity, so the next
-// scan reads them again. Call it after migrating a process to another cgroup:
-// the cache does not notice migrations (see scan_cache.go).
-func (s *Scanner) Invalidate(id Identity) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cache.drop(id)
-}
 
 // Seed fills the static-field cache from the processes of snap, an earlier
 // snapshot of the same /proc (same Options), so that the next Scan reads

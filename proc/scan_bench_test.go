@@ -2,7 +2,7 @@ package proc_test
 
 // Benchmarks of the scanner against a bulk sandsim fleet, at the sizes in
 // BENCH_PROCS (see cmd/sandsim/benchfleet). `make bench` runs them; the
-// targets they check (README, Performance): a steady refresh at most half the
+// targets they check (docs/performance.md): a steady refresh at most half the
 // floor, a cold scan at most 1.3× C's stat+cmdline+cgroup, at most 2 MB
 // allocated per steady refresh.
 

@@ -27,6 +27,9 @@ const (
 // scan, in case the first read caught an execve (see scanCache).
 const blankArgvs = 1
 
+// static returns how many files other than stat were read.
+func (c readCounts) static() int { return c.status + c.cmdline + c.cgroup + c.exe + c.cwd }
+
 // statOnly reports whether a scan of the unchanged host fixture read
 // nothing but stat, and the cmdline of each blank argv.
 func statOnly(c readCounts) bool {

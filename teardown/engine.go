@@ -1,7 +1,9 @@
 // Package teardown removes every process of a sandbox, or says exactly
-// which survived and why. It is the only package in sandtop that sends a
-// signal or writes a cgroup file, and every signal goes through a pidfd
-// pinned to a (pid, start time) identity.
+// which survived and why. It is the only package of sandtop's own that
+// sends a signal or writes a cgroup file (the binary also links sandsim's
+// fake fleet, which signals and freezes its own processes for `sandtop
+// demo`), and every signal goes through a pidfd pinned to a (pid, start
+// time) identity.
 package teardown
 
 import (

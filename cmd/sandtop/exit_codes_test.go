@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// TestExitCodes runs one case of each line of README's exit-code table
+// TestExitCodes runs one case of each line of the exit-code table of docs/teardown.md
 // (the cases that need a fleet, a terminal or another user are in
 // TestExitCodesLive).
 func TestExitCodes(t *testing.T) {

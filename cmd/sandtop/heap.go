@@ -12,21 +12,17 @@ import (
 // host (the screen, record) tune the garbage collector to the heap they
 // hold, and so does list over its one scan (oneShotHeap); serve, which
 // scans every 15 s, gives its memory back after each scan instead
-// (exporter.Exporter). Go's default
-// target (100) lets the heap grow to twice what is live before it
-// collects: at 10,000 processes the screen holds about 15 MB, and that
-// much again in garbage was over a third of its resident memory. A
-// refresh makes 1.5-2 MB of garbage whatever the target, so what the
-// target sets is how many refreshes go by between collections, each of
-// which costs about the same. Past 4 MiB of live heap, the target
-// lets the heap grow by about 4 MiB between collections, a
-// collection every two or three refreshes at 10,000 processes: at 30
-// instead of 100 the screen's RSS there measured 36 MiB instead of 44, and
-// its CPU per refresh did not move measurably. Below it the target stays
-// 100: the runtime never lets the heap goal fall under 4 MB times the
-// target, so a lower one makes a small host collect every refresh (at 40,
-// a 100-process screen collected every 1.6 MB and spent 2.9 ms a refresh
-// instead of 2.3).
+// (exporter.Exporter). Go's default target (100) lets the heap grow to
+// twice what is live before it collects, and on a large host that much
+// garbage is a large part of the screen's resident memory. A refresh makes
+// about the same garbage whatever the target, so the target only sets how
+// many refreshes go by between collections, each costing about the same:
+// past 4 MiB of live heap the target lets the heap grow by about 4 MiB
+// between collections, which cuts resident memory without a measurable
+// change in CPU per refresh. Below it the target stays 100: the runtime
+// never lets the heap goal fall under 4 MB times the target, so a lower
+// one would make a small host collect every refresh. The figures are in
+// docs/performance.md ("Garbage collector pacing").
 var longRunningPacing = pacing{headroom: 4 << 20, floor: 25}
 
 // pacing is how far a tuned heap may grow between collections: by
@@ -83,14 +79,13 @@ func oneShotHeap() *heapTuner { return newHeapTuner(oneShotPacing) }
 // and the snapshot is most of what lives: scanned collects, and from then
 // on the target follows oneShotPacing after every collection. Grouping
 // allocates several times what it keeps, and at Go's default target the
-// heap grew to twice what was live: at 10,000 processes, `list --json`
-// peaked at 26.8 MiB that way and at 23.3 MiB this way, for 5 to 15 ms
-// more of its 270. The scan itself keeps the default: its peak is no
-// higher than the grouping's, and its readers keep both cores busy.
+// heap grew to twice what was live; paced, the peak falls for a few
+// milliseconds more (docs/performance.md, "Garbage collector pacing"). The
+// scan itself keeps the default: its peak is no higher than the
+// grouping's, and its readers keep both cores busy.
 //
 // A heap under the runtime's smallest goal (4 MiB) is not collected before
-// the command exits anyway, and collecting it only cost time: a
-// millisecond of a 7 ms `list` at 100 processes.
+// the command exits anyway, and collecting it would only cost time.
 func (h *heapTuner) scanned() {
 	if h == nil {
 		return

@@ -64,7 +64,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.json, "json", false, "print one JSON document (schema in README)")
+	f.BoolVar(&o.json, "json", false, "print one JSON document (schema in docs/json.md)")
 	f.BoolVar(&o.tree, "tree", false, "show each sandbox's process tree")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox")
 	f.BoolVar(&o.wide, "wide", false, "on a terminal, print whole lines instead of cutting them to its width")

@@ -261,7 +261,7 @@ func homeGrownRule(t *testing.T) string {
 	return s[start+8 : start+8+end]
 }
 
-// TestReadmeFilterTerms checks that README's filter table shows every term
+// TestReadmeFilterTerms checks that docs/screen.md's filter table shows every term
 // the filter language has, with the same words as the `?` help.
 func TestReadmeFilterTerms(t *testing.T) {
 	b := readDoc(t, "screen.md")

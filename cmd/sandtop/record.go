@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/ui"
+	"github.com/sandtop/sandtop/ui/format"
 )
 
 // defaultKeyEvery is how often a recording starts over with a key frame:
@@ -46,7 +48,7 @@ groups by, the cgroup states and the unix listeners -- once per --interval,
 until Ctrl-C, --duration or --max-size. The file holds the rules in effect,
 so that ` + "`sandtop replay FILE`" + ` and ` + "`sandtop list --from FILE --at TIME`" + ` group
 the past as it was grouped then. A recording cut short by a crash is read
-up to its last whole frame. The format is described in README.md.
+up to its last whole frame. The format is described in docs/recording.md.
 
 A refresh costs what the live screen's does: the scanner re-reads only what
 changes, and a frame holds only what changed since the one before, with a
@@ -160,7 +162,7 @@ func runRecord(cmd *cobra.Command, g *globals, o *recordOpts) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmp(cmd.Context()), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(orBackground(cmd.Context()), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	errOut := cmd.ErrOrStderr()
 	until := "until Ctrl-C"
@@ -174,11 +176,12 @@ func runRecord(cmd *cobra.Command, g *globals, o *recordOpts) error {
 	if recErr == nil {
 		recErr = err
 	}
-	fmt.Fprintf(errOut, "recorded %d snapshots (%s) to %s: %s\n", frames, sizeString(size), o.out, stopped)
+	fmt.Fprintf(errOut, "recorded %d snapshots (%s) to %s: %s\n", frames, format.Bytes(uint64(size)), o.out, stopped)
 	return recErr
 }
 
-func cmp(ctx context.Context) context.Context {
+// orBackground is ctx, or the background context where cobra gave none.
+func orBackground(ctx context.Context) context.Context {
 	if ctx == nil {
 		return context.Background()
 	}
@@ -282,10 +285,10 @@ func dumpRecording(out io.Writer, path string) error {
 		secs := last.Sub(first).Seconds()
 		rate := ""
 		if secs > 0 {
-			rate = fmt.Sprintf(", %s/s, %s/day", sizeString(int64(float64(total)/secs)), sizeString(int64(float64(total)/secs*86400)))
+			rate = fmt.Sprintf(", %s/s, %s/day", format.Bytes(uint64(float64(total)/secs)), format.Bytes(uint64(float64(total)/secs*86400)))
 		}
 		fmt.Fprintf(out, "%d snapshots (%d key frames) from %s to %s (%s), %s%s\n", len(frames), keys,
-			first.Local().Format(time.RFC3339), last.Local().Format(time.RFC3339), last.Sub(first).Round(time.Millisecond), sizeString(total), rate)
+			first.Local().Format(time.RFC3339), last.Local().Format(time.RFC3339), last.Sub(first).Round(time.Millisecond), format.Bytes(uint64(total)), rate)
 	}
 	if e := r.End(); e != nil && r.Damage() == nil {
 		fmt.Fprintf(out, "closed cleanly: %s\n", e.Stopped)
@@ -323,21 +326,8 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
-func (b *byteSize) String() string { return sizeString(int64(*b)) }
+func (b *byteSize) String() string { return format.Bytes(uint64(*b)) }
 func (b *byteSize) Type() string   { return "size" }
-
-// sizeString spells a byte count with a binary unit: 1GiB, 1.5MiB, 812B.
-func sizeString(n int64) string {
-	if n < 1<<10 {
-		return strconv.FormatInt(n, 10) + "B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB"}
-	v, i := float64(n)/1024, 0
-	for v >= 1024 && i < len(units)-1 {
-		v, i = v/1024, i+1
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), "0"), ".") + units[i]
-}
 
 // ruleNames lists the names of a recording's rules, in order.
 func ruleNames(text string) string {
@@ -387,23 +377,16 @@ func (s *recordingSource) Scan() (*model.View, error) {
 func (s *recordingSource) close(errOut io.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	stopped := cmpStr(s.done, "the live screen quit")
+	stopped := cmp.Or(s.done, "the live screen quit")
 	if s.err != nil {
 		stopped = "write failed"
 	}
 	frames, size, err := s.rec.close(stopped)
-	fmt.Fprintf(errOut, "recorded %d snapshots (%s) to %s: %s\n", frames, sizeString(size), s.path, stopped)
+	fmt.Fprintf(errOut, "recorded %d snapshots (%s) to %s: %s\n", frames, format.Bytes(uint64(size)), s.path, stopped)
 	if s.err != nil {
 		return fmt.Errorf("recording stopped early: %w", s.err)
 	}
 	return err
-}
-
-func cmpStr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // births counts the identities in cur that prev lacks, and the reverse.

@@ -42,7 +42,7 @@ const (
 // keys lists the key:value keys in the order errors and help name them.
 var keys = []string{ID, Badge, Runtime, PID}
 
-// Syntax is one line per form of term, for help screens and the README:
+// Syntax is one line per form of term, for help screens and docs/screen.md:
 // the package doc above says the same at more length.
 var Syntax = [][2]string{
 	{"word", "ID, runtime, comm or argv contains word"},

@@ -270,16 +270,6 @@ func setFrozen(dir string, v1, frozen bool, timeout time.Duration) error {
 	}
 }
 
-// isFrozen reads the freezer state of a cgroup.
-func isFrozen(dir string, v1 bool) (bool, error) {
-	if v1 {
-		b, err := os.ReadFile(filepath.Join(dir, "freezer.state"))
-		return hasLine(b, "FROZEN") || hasLine(b, "FREEZING"), err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-	return hasLine(b, "frozen 1"), err
-}
-
 func hasLine(b []byte, line string) bool {
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.TrimSpace(l) == line {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,4 +178,14 @@ func sandbox(t *testing.T, m *Manifest, name string) *Sandbox {
 		t.Fatalf("no sandbox %q in manifest", name)
 	}
 	return s
+}
+
+// isFrozen reads the freezer state of a cgroup.
+func isFrozen(dir string, v1 bool) (bool, error) {
+	if v1 {
+		b, err := os.ReadFile(filepath.Join(dir, "freezer.state"))
+		return hasLine(b, "FROZEN") || hasLine(b, "FREEZING"), err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	return hasLine(b, "frozen 1"), err
 }

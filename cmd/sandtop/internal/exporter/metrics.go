@@ -16,7 +16,7 @@ import (
 var sandboxLabels = []string{"id", "runtime", "namespace"}
 
 // The metrics derived from a view. Names, types and labels are part of
-// sandtop's interface (README "Watching a fleet"): add, never rename.
+// sandtop's interface (docs/serve.md): add, never rename.
 var (
 	descSandboxes = prometheus.NewDesc("sandtop_sandboxes",
 		"Sandboxes on this host.", []string{"runtime"}, nil)

@@ -203,7 +203,7 @@ func TestReapPIDReuse(t *testing.T) {
 	h := newHarness(t, Config{Policy: Policy{}, Selects: sel, Texts: texts, Interval: 100 * time.Millisecond, Once: true, Apply: true}, fleetRules(m))
 	var stranger *teardown.Pinned
 	var strangerPID int
-	h.r.BeforeTeardown = func(p *teardown.Plan) {
+	h.r.beforeTeardown = func(p *teardown.Plan) {
 		root := s.Root()
 		killByHand(t, s)
 		for attempt := 0; attempt < 50; attempt++ {
@@ -249,7 +249,7 @@ func TestReapStopFinishesTeardown(t *testing.T) {
 	sel, texts := selectFleet(t, []string{"orphan"}, m)
 	h := newHarness(t, Config{Policy: Policy{}, Selects: sel, Texts: texts, Interval: 100 * time.Millisecond, Once: true, Apply: true}, fleetRules(m))
 	stop := make(chan struct{})
-	h.r.BeforeTeardown = func(*teardown.Plan) {
+	h.r.beforeTeardown = func(*teardown.Plan) {
 		select {
 		case <-stop:
 		default:

@@ -82,9 +82,9 @@ type Reaper struct {
 	pass    int
 	failed  int
 	now     func() time.Time
-	// BeforeTeardown, when set, runs after a candidate's plan is made and
+	// beforeTeardown, when set, runs after a candidate's plan is made and
 	// before the engine runs it (tests provoke pid reuse there).
-	BeforeTeardown func(*teardown.Plan)
+	beforeTeardown func(*teardown.Plan)
 	// Observe, when set, is given every scan the reaper makes (serve's
 	// exporter, so that --listen serves serve's metrics beside its own).
 	Observe func(v *model.View, err error, took time.Duration)
@@ -234,8 +234,8 @@ func (r *Reaper) reap(ctx context.Context, d Decision, e Entry) Entry {
 		return e
 	}
 	e.Plan = describePlan(p)
-	if r.BeforeTeardown != nil {
-		r.BeforeTeardown(p)
+	if r.beforeTeardown != nil {
+		r.beforeTeardown(p)
 	}
 	// The teardown is not given ctx's cancellation by SIGTERM (stop is a
 	// separate channel): once started it finishes its thaw, verify and
