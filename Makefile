@@ -8,7 +8,7 @@ BIN         := bin
 PKGS        := ./...
 BENCHTIME   ?= 1x
 
-.PHONY: all build demo screenshots test test-all test-deps lint vet fmt-check staticcheck tidy-check bench clean torture no-binaries
+.PHONY: all build install demo screenshots test test-all test-deps lint vet fmt-check staticcheck tidy-check bench clean torture no-binaries
 
 all: build
 
@@ -20,6 +20,13 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sandtop ./cmd/sandtop
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/sandsim ./cmd/sandsim
+
+# Installs sandtop where `sandtop config systemd` and the units expect it:
+# $(PREFIX)/bin/sandtop, /usr/local/bin/sandtop by default (DESTDIR to
+# stage it elsewhere).
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 $(BIN)/sandtop $(DESTDIR)$(PREFIX)/bin/sandtop
 
 # The demo: a fleet of fake sandboxes (real processes) and the live screen
 # on it. Quitting tears the fleet down.
@@ -35,14 +42,15 @@ screenshots: build
 # Tools some tests drive, as command:Debian package: tmux is the real
 # terminal the demo and read-only tests run in, strace watches the read-only
 # programs' system calls, prometheus and promtool scrape `sandtop serve` and
-# check its metrics and alert rules, systemd-analyze checks its unit; the
+# check its metrics and alert rules, systemd-analyze checks its unit, kubectl
+# (kubernetes-client) decodes the Kubernetes manifest offline; the
 # real runtimes (cmd/sandtop/realrt_test.go) are judged against: containerd,
 # runc, dockerd, podman (+conmon), bubblewrap, QEMU and systemd-nspawn, with
 # busybox-static for a root filesystem.
 # Installed from Debian when missing and root; otherwise those tests skip.
 # Debian's prometheus service is never started (a policy-rc.d refuses it,
 # invoke-rc.d(8), while apt-get runs): the tests start their own.
-TEST_TOOLS := tmux:tmux strace:strace prometheus:prometheus promtool:prometheus systemd-analyze:systemd \
+TEST_TOOLS := tmux:tmux strace:strace prometheus:prometheus promtool:prometheus systemd-analyze:systemd kubectl:kubernetes-client \
 	containerd:containerd ctr:containerd runc:runc dockerd:docker.io podman:podman conmon:conmon bwrap:bubblewrap \
 	busybox:busybox-static qemu-system-x86_64:qemu-system-x86 systemd-nspawn:systemd-container
 test-deps:

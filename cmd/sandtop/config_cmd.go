@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,11 +13,12 @@ import (
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "Print files to install: Prometheus alert rules, systemd units",
+		Short: "Print files to install: alert rules, systemd units, a Kubernetes DaemonSet, a Grafana dashboard",
 		Long: `Print a file sandtop ships for an operator to install, embedded in this
 binary so that it matches this version's metrics and flags.`,
 		Example: `  sandtop config alerts > /etc/prometheus/rules/sandtop.yml
-  sandtop config systemd serve > /etc/systemd/system/sandtop-serve.service`,
+  sandtop config systemd serve > /etc/systemd/system/sandtop-serve.service
+  sandtop config kubernetes --image registry.example/sandtop:v1 | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -33,19 +36,22 @@ rules assume the scrape job is named "sandtop".`,
 			_, err := cmd.OutOrStdout().Write(assets.Alerts())
 			return err
 		},
-	}, newConfigSystemdCmd())
+	}, newConfigSystemdCmd(), newConfigKubernetesCmd())
 	return cmd
 }
 
 func newConfigSystemdCmd() *cobra.Command {
 	names := assets.Units()
-	return &cobra.Command{
+	bin := assets.DefaultBinary
+	cmd := &cobra.Command{
 		Use:   "systemd [COMMAND]",
 		Short: "Print the systemd unit that runs a sandtop command (default: serve)",
 		Long: `Print the systemd unit that runs a long-running sandtop command as a service,
 hardened to what the command needs. COMMAND is one of: ` + strings.Join(names, ", ") + ` (default serve).
-The unit expects the binary at /usr/local/bin/sandtop.`,
+The unit runs the binary at --bin, by default ` + assets.DefaultBinary + `, where
+` + "`make install`" + ` puts it; sandtop warns when nothing is there.`,
 		Example: `  sandtop config systemd serve > /etc/systemd/system/sandtop-serve.service
+  sandtop config systemd --bin "$(command -v sandtop)" serve > /etc/systemd/system/sandtop-serve.service
   systemctl daemon-reload && systemctl enable --now sandtop-serve`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: names,
@@ -54,12 +60,48 @@ The unit expects the binary at /usr/local/bin/sandtop.`,
 			if len(args) == 1 {
 				name = args[0]
 			}
-			unit, err := assets.Unit(name)
+			unit, err := assets.UnitFor(name, bin)
 			if err != nil {
 				return usageErr(err)
+			}
+			if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sandtop config systemd: no executable at %s yet: install it there (make install), or give --bin\n", bin)
 			}
 			_, err = cmd.OutOrStdout().Write(unit)
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&bin, "bin", bin, "absolute path of the sandtop binary the unit runs")
+	return cmd
+}
+
+func newConfigKubernetesCmd() *cobra.Command {
+	o := assets.KubernetesOptions{Image: "sandtop:" + version, Namespace: "kube-system", Version: version}
+	cmd := &cobra.Command{
+		Use:   "kubernetes",
+		Short: "Print a DaemonSet that runs `sandtop serve` on every node",
+		Long: `Print a Kubernetes manifest: a ServiceAccount and a DaemonSet that runs
+` + "`sandtop serve`" + ` on every node, seeing the node's processes (hostPID) through
+read-only mounts of its /proc and /sys/fs/cgroup, as root with only the
+SYS_PTRACE and DAC_READ_SEARCH capabilities, a read-only root file system, a
+readiness probe on /healthz and the prometheus.io/scrape annotations. With
+--service-monitor, also a Service and a Prometheus Operator ServiceMonitor.
+--image names an image with the static binary at /usr/local/bin/sandtop.`,
+		Example: `  sandtop config kubernetes --image registry.example/sandtop:v1 | kubectl apply -f -
+  sandtop config kubernetes --image registry.example/sandtop:v1 --namespace monitoring --service-monitor`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := assets.Kubernetes(o)
+			if err != nil {
+				return usageErr(err)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Image, "image", o.Image, "image holding the static sandtop binary at /usr/local/bin/sandtop")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the DaemonSet and its ServiceAccount")
+	f.BoolVar(&o.ServiceMonitor, "service-monitor", false, "also print a Service and a ServiceMonitor (Prometheus Operator)")
+	return cmd
 }

@@ -49,6 +49,13 @@ func TestServeChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if c := os.Getenv(envServeConfine); c != "" {
+		// Confine this process as the pod would be, then become serve
+		// in it (execve keeps the pid).
+		if err := confine(c); err != nil {
+			t.Fatalf("confine: %v", err)
+		}
+	}
 	if code := run(append([]string{"serve"}, strings.Fields(args)...), os.Stdin, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("sandtop serve: exit %d", code)
 	}
@@ -88,6 +95,13 @@ type served struct {
 // does not exit.
 func startServe(t *testing.T, wrap []string, args ...string) *served {
 	t.Helper()
+	return startServeWith(t, nil, nil, wrap, args...)
+}
+
+// startServeWith is startServe with more environment for the child and
+// attributes for its process (a namespace of its own, say).
+func startServeWith(t *testing.T, env []string, sys *syscall.SysProcAttr, wrap []string, args ...string) *served {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +109,10 @@ func startServe(t *testing.T, wrap []string, args ...string) *served {
 	pidFile := filepath.Join(t.TempDir(), "serve.pid")
 	argv := append(slices.Clone(wrap), self, "-test.run=^TestServeChild$", "-test.count=1")
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(),
 		envServeChild+"="+strings.Join(append([]string{"--listen", "127.0.0.1:0"}, args...), " "),
-		envServePID+"="+pidFile)
+		envServePID+"="+pidFile), env...)
+	cmd.SysProcAttr = sys
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

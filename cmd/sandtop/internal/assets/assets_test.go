@@ -109,8 +109,8 @@ func TestUnits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Contains(unit, []byte("ExecStart=/usr/local/bin/sandtop "+name+" ")) &&
-			!bytes.Contains(unit, []byte("ExecStart=/usr/local/bin/sandtop "+name+"\n")) {
+		if !bytes.Contains(unit, []byte("ExecStart="+DefaultBinary+" "+name+" ")) &&
+			!bytes.Contains(unit, []byte("ExecStart="+DefaultBinary+" "+name+"\n")) {
 			t.Errorf("%s: ExecStart does not run `sandtop %s`", name, name)
 		}
 		// systemd-analyze checks the unit's syntax and that ExecStart names
@@ -119,8 +119,12 @@ func TestUnits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		unit, err = UnitFor(name, self)
+		if err != nil {
+			t.Fatal(err)
+		}
 		path := filepath.Join(t.TempDir(), UnitFile(name))
-		if err := os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/sandtop"), []byte(self)), 0o600); err != nil {
+		if err := os.WriteFile(path, unit, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command(analyze, "verify", "--man=no", path).CombinedOutput()
