@@ -60,8 +60,18 @@ type SandboxJSON struct {
 
 // LeftoverJSON is one leftover in a Document.
 type LeftoverJSON struct {
-	Kind       string  `json:"kind"`
-	Path       string  `json:"path"`
+	Kind string `json:"kind"`
+	// Path is a filesystem path, a cgroup's path, or a link's name.
+	Path string `json:"path"`
+	// Netns is the named network namespace a link lives in; Hierarchy a
+	// cgroup's hierarchy when found in several; MountNSPID a process in
+	// the mount namespace a mount is in, when not sandtop's own.
+	Netns      string `json:"netns,omitempty"`
+	Hierarchy  string `json:"hierarchy,omitempty"`
+	MountNSPID int    `json:"mount_ns_pid,omitempty"`
+	// HeldBy are the processes using it (in a netns, holding a tap open,
+	// working in a mount).
+	HeldBy     []int   `json:"held_by,omitempty"`
 	AgeSeconds float64 `json:"age_seconds"`
 	// Why says what makes it the sandbox's; Keep, when set, why it is
 	// reported and not removed.
@@ -273,10 +283,7 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 		s.SupervisorPID = sb.Supervisor.PID
 	}
 	for _, l := range sb.Leftovers {
-		s.Leftovers = append(s.Leftovers, LeftoverJSON{
-			Kind: string(l.Kind), Path: l.Path, Why: l.Why, Keep: l.Keep,
-			AgeSeconds: l.Age(v.Time).Truncate(time.Second).Seconds(),
-		})
+		s.Leftovers = append(s.Leftovers, l.JSON(v.Time))
 	}
 	for _, m := range sb.Members {
 		pj := v.processJSON(m.Process)
@@ -303,5 +310,13 @@ func (v *View) processJSON(p *proc.Process) ProcessJSON {
 		Threads:          p.Threads,
 		Zombie:           p.Zombie(),
 		PartlyUnreadable: p.Partial,
+	}
+}
+
+// JSON is the leftover as a Document lists it, aged at now.
+func (l Leftover) JSON(now time.Time) LeftoverJSON {
+	return LeftoverJSON{
+		Kind: string(l.Kind), Path: l.Path, Netns: l.Netns, Hierarchy: l.Hierarchy, MountNSPID: l.NSPID, HeldBy: l.Holders,
+		AgeSeconds: l.Age(now).Truncate(time.Second).Seconds(), Why: l.Why, Keep: l.Keep,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,8 +29,29 @@ type Leftover struct {
 	Path string
 	// Dir is a cgroup's directory in the cgroupfs ("" for a path).
 	Dir string
-	// V1 marks a v1 freezer cgroup.
-	V1      bool
+	// V1 marks a v1 cgroup.
+	V1 bool
+	// Hierarchy names a cgroup's hierarchy when a cgroup template found it
+	// in each ("" for the one hierarchy the cgroup matchers walk).
+	Hierarchy string
+	// Name is a netns's or a link's name; Ino a netns's inode (0 for a
+	// name with no namespace bound on it).
+	Name string
+	Ino  uint64
+	// Netns is the named network namespace a link lives in ("" for the
+	// host's); Index and LinkType are its ifindex and netlink type.
+	Netns    string
+	Index    int
+	LinkType string
+	// MntNS is a mount's namespace, NSPID a process in it whose
+	// mountinfo showed it (0 for sandtop's own namespace), FSType its
+	// file system.
+	MntNS  uint64
+	NSPID  int
+	FSType string
+	// Holders are the processes that use it: in a netns, holding a tap
+	// open, with a working or root directory in a mount.
+	Holders []int
 	ModTime time.Time
 	// Why says which rule and template (or matcher) make it the sandbox's.
 	Why string
@@ -50,15 +72,45 @@ func (l Leftover) Removable() bool { return l.Keep == "" }
 
 // Glob is one place to look for leftovers.
 type Glob struct {
+	// Kind is the template's kind ("" for a bare path: a file, directory
+	// or socket).
+	Kind proc.PathKind
 	// Pattern is in filepath.Match syntax: the template with {id} as "*"
-	// and every other placeholder filled in.
+	// and every other placeholder filled in; for a netns or link, a name.
 	Pattern string
 	Rule    *Rule
 	// Template is the rule's template the pattern was made from.
 	Template string
-	// idAt is the index of the ID among the pattern's "/"-separated parts.
-	idAt int
-	vars map[string]string
+	// idAt is the index of the ID among the pattern's "/"-separated parts;
+	// prefix and suffix are a name's literal parts around it.
+	idAt           int
+	prefix, suffix string
+	vars           map[string]string
+}
+
+// IsPath reports whether g's pattern is a filesystem path that proc.Glob
+// lists (not a name, mount point or cgroup).
+func (g Glob) IsPath() bool {
+	switch g.Kind {
+	case "", proc.KindFile, proc.KindDir, proc.KindSocket:
+		return true
+	}
+	return false
+}
+
+// Accepts reports whether an entry of kind k may be g's: a bare path's
+// glob takes a file, directory or socket, any other only its own kind.
+func (g Glob) Accepts(k proc.PathKind) bool {
+	if g.Kind == "" {
+		return k == proc.KindFile || k == proc.KindDir || k == proc.KindSocket
+	}
+	return g.Kind == k
+}
+
+// MatchName reports whether a netns or link name fits g, and its ID.
+func (g Glob) MatchName(name string) (string, bool) {
+	id := nameID(g.prefix, g.suffix, name)
+	return id, id != "" && !strings.Contains(id, "/")
 }
 
 // Leftovers finds the leftovers of dead sandboxes. It remembers the
@@ -199,8 +251,8 @@ func (f *Leftovers) Globs(v *View) []Glob {
 		}
 		for _, t := range slices.Concat(r.Cleanup, r.Leftovers) {
 			for _, g := range f.globsOf(r, t) {
-				if !seen[g.Pattern] {
-					seen[g.Pattern] = true
+				if k := string(g.Kind) + ":" + g.Pattern; !seen[k] {
+					seen[k] = true
 					out = append(out, g)
 				}
 			}
@@ -210,11 +262,31 @@ func (f *Leftovers) Globs(v *View) []Glob {
 }
 
 func (f *Leftovers) globsOf(r *Rule, template string) []Glob {
-	names, err := placeholders(template)
+	kind, body := SplitLeftoverTemplate(template)
+	if slices.Contains(r.Cleanup, template) {
+		kind, body = "", template // a cleanup path is never kind-prefixed
+	}
+	if isNameKind(kind) {
+		if nameTemplateProblem(kind, body, []string{"id"}) != nil || strings.Count(body, "{") != 1 {
+			return nil
+		}
+		prefix, suffix, _ := strings.Cut(body, "{id}")
+		return []Glob{{Kind: kind, Pattern: globEscape(prefix) + "*" + globEscape(suffix), Rule: r, Template: template, prefix: prefix, suffix: suffix}}
+	}
+	gs := f.pathGlobs(r, template, body)
+	for i := range gs {
+		gs[i].Kind = kind
+	}
+	return gs
+}
+
+// pathGlobs are the globs of a path template (body, without its kind).
+func (f *Leftovers) pathGlobs(r *Rule, template, body string) []Glob {
+	names, err := placeholders(body)
 	if err != nil || !slices.Contains(names, "id") {
 		return nil
 	}
-	if !slices.Contains(strings.Split(template, "/"), "{id}") || strings.Count(template, "{id}") != 1 {
+	if !slices.Contains(strings.Split(body, "/"), "{id}") || strings.Count(body, "{id}") != 1 {
 		return nil
 	}
 	others := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "id" })
@@ -228,7 +300,7 @@ func (f *Leftovers) globsOf(r *Rule, template string) []Glob {
 	}
 	var out []Glob
 	for _, vars := range sets {
-		pat, ok := fillGlob(template, vars)
+		pat, ok := fillGlob(body, vars)
 		if !ok {
 			continue
 		}
@@ -342,6 +414,18 @@ type Found struct {
 	Globs   []Glob
 	Paths   []proc.PathEntry
 	Cgroups []proc.CgroupDir
+	// CgroupPaths are the cgroups the cgroup templates' globs found, in
+	// every hierarchy.
+	CgroupPaths []proc.CgroupDir
+	Netns       []proc.NetnsEntry
+	Links       []proc.LinkEntry
+	Mounts      []proc.MountEntry
+	// NS says which namespaces are the host's own.
+	NS proc.Namespaces
+	// Listeners are the listening unix socket paths of every network
+	// namespace; nil when they could not be read (no socket is then
+	// removable).
+	Listeners map[string]bool
 }
 
 // systemdUnitSuffixes name the unit types whose cgroups systemd owns
@@ -365,7 +449,8 @@ func IsSystemdUnit(cgroupPath string) bool {
 // v itself is returned when there are none. The new view shares v's
 // sandboxes; the leftover ones follow them, sorted by ID.
 func (f *Leftovers) Apply(v *View, found Found) *View {
-	if len(found.Paths) == 0 && len(found.Cgroups) == 0 {
+	if len(found.Paths) == 0 && len(found.Cgroups) == 0 && len(found.CgroupPaths) == 0 &&
+		len(found.Netns) == 0 && len(found.Links) == 0 && len(found.Mounts) == 0 {
 		return v
 	}
 	// The live sandboxes by runtime and ID (and alias), for Live's test
@@ -402,30 +487,110 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 		if !slices.Contains(sb.rules, r) {
 			sb.rules = append(sb.rules, r)
 		}
-		if !slices.ContainsFunc(sb.Leftovers, func(o Leftover) bool { return o.Path == l.Path && o.Kind == l.Kind }) {
+		if !slices.ContainsFunc(sb.Leftovers, func(o Leftover) bool {
+			return o.Path == l.Path && o.Kind == l.Kind && o.Dir == l.Dir && o.Netns == l.Netns && o.MntNS == l.MntNS
+		}) {
 			sb.Leftovers = append(sb.Leftovers, l)
 		}
 	}
-	for _, e := range found.Paths {
+	// pathID finds the glob of kind k whose pattern p fits, and the ID it
+	// names.
+	pathID := func(p string, accepts func(Glob) bool) (Glob, string, bool) {
 		for _, g := range found.Globs {
-			ok, _ := filepath.Match(g.Pattern, e.Path)
-			if !ok {
+			if g.idAt == 0 || !accepts(g) {
 				continue
 			}
-			id := strings.Split(e.Path, "/")[g.idAt]
-			if !SafeCleanupPath(e.Path, id) {
+			if ok, _ := filepath.Match(g.Pattern, p); !ok {
 				continue
 			}
-			src := "cleanup"
-			if slices.Contains(g.Rule.Leftovers, g.Template) {
-				src = "leftovers"
+			if id := strings.Split(p, "/")[g.idAt]; SafeCleanupPath(p, id) {
+				return g, id, true
 			}
-			add(id, "", g.Rule, "path", g.vars, Leftover{
-				Kind: e.Kind, Path: e.Path, ModTime: e.ModTime,
-				Why: "fits the " + src + " template " + g.Template + " of rule " + g.Rule.Name + " (" + g.Rule.Source + ") and no live process has the ID",
-			})
-			break
 		}
+		return Glob{}, "", false
+	}
+	// dirs holds the directories found, by path, so that a mount below one
+	// is that sandbox's too: its removal must come first.
+	type dirOf struct {
+		g  Glob
+		id string
+	}
+	dirs := map[string]dirOf{}
+	for _, e := range found.Paths {
+		g, id, ok := pathID(e.Path, func(g Glob) bool { return g.IsPath() && g.Accepts(e.Kind) })
+		if !ok {
+			continue
+		}
+		l := Leftover{Kind: e.Kind, Path: e.Path, ModTime: e.ModTime, Why: fits(g)}
+		if e.Kind == proc.KindSocket {
+			switch {
+			case found.Listeners == nil:
+				l.Keep = "unix sockets unreadable: cannot tell whether something listens on it"
+			case found.Listeners[e.Path]:
+				l.Keep = "something listens on it"
+			}
+		}
+		if e.Kind == proc.KindDir {
+			dirs[e.Path] = dirOf{g, id}
+		}
+		add(id, "", g.Rule, "path", g.vars, l)
+	}
+	for _, m := range found.Mounts {
+		g, id, ok := pathID(m.Point, func(g Glob) bool { return g.Kind == proc.KindMount })
+		why := fits(g)
+		if !ok {
+			for d := m.Point; d != "/" && d != "."; d = filepath.Dir(d) {
+				if o, isDir := dirs[d]; isDir {
+					g, id, ok, why = o.g, o.id, true, "mounted at or below "+d+", which "+fits(o.g)
+					break
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		l := Leftover{Kind: proc.KindMount, Path: m.Point, MntNS: m.MntNS, NSPID: m.PID, FSType: m.FSType, Holders: m.Users, Why: why}
+		if m.PID != 0 {
+			l.Why += "; in the mount namespace of pid " + strconv.Itoa(m.PID)
+		}
+		if len(m.Users) > 0 {
+			l.Keep = "in use: " + PIDList(m.Users) + " works in it"
+		}
+		add(id, "", g.Rule, "path", g.vars, l)
+	}
+	for _, n := range found.Netns {
+		g, id, ok := nameGlob(found.Globs, proc.KindNetns, n.Name)
+		// The host's own namespace, even named, is never proposed.
+		if !ok || found.NS.Host(n.Ino) {
+			continue
+		}
+		l := Leftover{Kind: proc.KindNetns, Path: n.Path, Name: n.Name, Ino: n.Ino, ModTime: n.ModTime, Holders: n.Holders, Why: fits(g)}
+		if len(n.Holders) > 0 {
+			l.Keep = "in use: " + PIDList(n.Holders) + " in it"
+		}
+		add(id, "", g.Rule, "name", nil, l)
+	}
+	for _, k := range found.Links {
+		g, id, ok := nameGlob(found.Globs, proc.KindLink, k.Name)
+		// A physical device or the loopback (eth0, lo) is the host's,
+		// whatever a template says: never proposed.
+		if !ok || !slices.Contains(VirtualLinkTypes, k.Type) {
+			continue
+		}
+		l := Leftover{Kind: proc.KindLink, Path: k.Name, Name: k.Name, Netns: k.Netns, Index: k.Index, LinkType: k.Type, Holders: k.Holders, Why: fits(g)}
+		if len(k.Holders) > 0 {
+			l.Keep = "in use: " + PIDList(k.Holders) + " holds it open"
+		}
+		add(id, "", g.Rule, "name", nil, l)
+	}
+	for _, c := range found.CgroupPaths {
+		g, id, ok := pathID(c.Path, func(g Glob) bool { return g.Kind == proc.KindCgroup })
+		if !ok || c.Populated {
+			continue
+		}
+		add(id, "", g.Rule, ByCgroup, nil, Leftover{
+			Kind: proc.KindCgroup, Path: c.Path, Dir: c.Dir, V1: c.V1, Hierarchy: c.Hierarchy, ModTime: c.ModTime, Why: "an empty cgroup that " + fits(g),
+		})
 	}
 	for _, c := range found.Cgroups {
 		m, ok := f.cgroupMatch(c.Path)
@@ -479,10 +644,15 @@ func sameLeftoverSandbox(a, b *Sandbox) bool {
 		a.Dead == b.Dead && slices.Equal(a.Badges, b.Badges) &&
 		a.Supervised == b.Supervised && a.SupervisorNote == b.SupervisorNote &&
 		maps.Equal(a.Vars, b.Vars) && slices.Equal(a.rules, b.rules) &&
-		slices.EqualFunc(a.Leftovers, b.Leftovers, func(x, y Leftover) bool {
-			return x.Kind == y.Kind && x.Path == y.Path && x.Dir == y.Dir && x.V1 == y.V1 &&
-				x.ModTime.Equal(y.ModTime) && x.Why == y.Why && x.Keep == y.Keep
-		})
+		slices.EqualFunc(a.Leftovers, b.Leftovers, sameLeftover)
+}
+
+// sameLeftover reports whether two leftovers are alike in every field.
+func sameLeftover(x, y Leftover) bool {
+	return x.Kind == y.Kind && x.Path == y.Path && x.Dir == y.Dir && x.V1 == y.V1 && x.Hierarchy == y.Hierarchy &&
+		x.Name == y.Name && x.Ino == y.Ino && x.Netns == y.Netns && x.Index == y.Index && x.LinkType == y.LinkType &&
+		x.MntNS == y.MntNS && x.NSPID == y.NSPID && x.FSType == y.FSType && slices.Equal(x.Holders, y.Holders) &&
+		x.ModTime.Equal(y.ModTime) && x.Why == y.Why && x.Keep == y.Keep
 }
 
 // Live returns a sandbox of the runtime with processes and this ID, in
@@ -518,17 +688,47 @@ func (f *Leftovers) judge(sb *Sandbox, snap *proc.Snapshot) {
 	alive, note := f.SupervisorAlive(sb, snap)
 	sb.Supervised = alive
 	sb.SupervisorNote = "no process left; " + note
+	// A teardown removes them in this order: what lives in or on another
+	// leftover first, the deepest mount first.
+	slices.SortStableFunc(sb.Leftovers, func(a, b Leftover) int {
+		if r := kindRank(a.Kind) - kindRank(b.Kind); r != 0 {
+			return r
+		}
+		if a.Kind == proc.KindMount {
+			return strings.Count(b.Path, "/") - strings.Count(a.Path, "/")
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
 	for i := range sb.Leftovers {
 		l := &sb.Leftovers[i]
 		switch {
+		case l.Keep != "":
+			// kept for a reason of its kind, found with it
 		case l.Kind == proc.KindCgroup && IsSystemdUnit(l.Path):
 			l.Keep = "a systemd unit's cgroup: systemd removes it (systemctl stop)"
 		case l.Kind == proc.KindCgroup && l.Dir == "":
 			l.Keep = "no cgroupfs mount reaches it"
 		case alive:
 			l.Keep = note + ": the runtime owns it"
-		case l.Kind != proc.KindCgroup && !SafeCleanupPath(l.Path, sb.ID):
+		case (l.Kind == proc.KindNetns || l.Kind == proc.KindLink) && !strings.Contains(l.Name, sb.ID):
+			l.Keep = "its name does not hold the sandbox ID"
+		case l.Kind != proc.KindCgroup && l.Kind != proc.KindNetns && l.Kind != proc.KindLink && !SafeCleanupPath(l.Path, sb.ID):
 			l.Keep = "not an absolute, clean path naming the sandbox ID"
+		}
+	}
+	// A directory holding something kept stays too: removing it would
+	// take the kept thing with it (a socket something listens on, a mount
+	// a process works in).
+	for i := range sb.Leftovers {
+		d := &sb.Leftovers[i]
+		if d.Kind != proc.KindDir || d.Keep != "" {
+			continue
+		}
+		for _, o := range sb.Leftovers {
+			if o.Keep != "" && o.Kind != proc.KindCgroup && o.Kind != proc.KindLink && strings.HasPrefix(o.Path, d.Path+"/") {
+				d.Keep = "holds " + string(o.Kind) + " " + o.Path + ", which is kept"
+				break
+			}
 		}
 	}
 }
@@ -593,4 +793,46 @@ func (f *Leftovers) askSupervisor(r *Rule, snap *proc.Snapshot) (bool, string) {
 		return false, "supervisor of " + r.Name + " unknown (no live sandbox named its socket)"
 	}
 	return false, "nothing listens on the supervisor sockets of " + r.Name
+}
+
+// VirtualLinkTypes are the netlink device types a link leftover may be:
+// devices a runtime makes for a sandbox, never a physical NIC or the
+// loopback.
+var VirtualLinkTypes = []string{"tuntap", "veth", "bridge", "macvlan", "macvtap", "ipvlan", "vxlan", "dummy"}
+
+// fits says which template of which rule g was made from.
+func fits(g Glob) string {
+	if g.Rule == nil {
+		return ""
+	}
+	src := "leftovers"
+	if slices.Contains(g.Rule.Cleanup, g.Template) {
+		src = "cleanup"
+	}
+	return "fits the " + src + " template " + g.Template + " of rule " + g.Rule.Name + " (" + g.Rule.Source + ") and no live process has the ID"
+}
+
+// nameGlob finds the glob of kind k that a name fits, and its ID.
+func nameGlob(globs []Glob, k proc.PathKind, name string) (Glob, string, bool) {
+	for _, g := range globs {
+		if g.Kind != k {
+			continue
+		}
+		if id, ok := g.MatchName(name); ok {
+			return g, id, true
+		}
+	}
+	return Glob{}, "", false
+}
+
+// PIDList is "pid 12" or "pids 12, 13".
+func PIDList(pids []int) string {
+	s := make([]string, len(pids))
+	for i, p := range pids {
+		s[i] = strconv.Itoa(p)
+	}
+	if len(s) == 1 {
+		return "pid " + s[0]
+	}
+	return "pids " + strings.Join(s, ", ")
 }

@@ -221,21 +221,32 @@ func TestParseLeftoversKey(t *testing.T) {
 name = "agentbox"
 exe = '(^|/)agentbox$'
 flag = "--box"
-leftovers = ["/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"]
+leftovers = ["/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock", "netns:agentbox-{id}", "link:ab{id}", "mount:/var/lib/agentbox/{id}/rootfs", "cgroup:/agentbox/{id}", "socket:/run/agentbox/{id}/api.sock", "dir:/srv/agentbox/{id}", "file:/run/agentbox/{id}/pid"]
 `
 	rs, err := ParseRules([]byte(good), "good.toml")
-	if err != nil || len(rs) != 1 || !slices.Equal(rs[0].Leftovers, []string{"/var/lib/agentbox/{id}", "/run/agentbox/{id}/sock"}) {
+	if err != nil || len(rs) != 1 || len(rs[0].Leftovers) != 9 {
 		t.Fatalf("ParseRules: %v, %+v", err, rs)
 	}
 	for tmpl, want := range map[string]string{
-		"/{id}":                 "right under /",
-		"/var/{base}/{id}":      "only {id} is filled in",
-		"/var/x{id}":            "whole path component",
-		"/var/{id}/{id}":        "exactly once",
-		"var/{id}":              "absolute, clean",
-		"/var/../{id}":          "absolute, clean",
-		"/var/*/{id}":           "literal",
-		"/var/lib/agentbox/{id": `"{" without "}"`,
+		"/{id}":                    "right under /",
+		"/var/{base}/{id}":         "no matcher captures",
+		"cgroup:/fc/{base}/{id}":   "only {id} is filled in",
+		"cgroup:/{id}":             "right under /",
+		"mount:/{id}":              "right under /",
+		"socket:/run/x{id}":        "whole path component",
+		"netns:{id}":               "literal part",
+		"netns:vm0/{id}":           "no '/'",
+		"netns:../{id}":            "no '/'",
+		"netns:x{id}{id}":          "exactly once",
+		"link:tap{base}{id}":       "exactly once",
+		"link:verylongprefix0{id}": "at most 15",
+		"link:t*{id}":              "glob",
+		"/var/x{id}":               "whole path component",
+		"/var/{id}/{id}":           "exactly once",
+		"var/{id}":                 "absolute, clean",
+		"/var/../{id}":             "absolute, clean",
+		"/var/*/{id}":              "literal",
+		"/var/lib/agentbox/{id":    `"{" without "}"`,
 	} {
 		_, err := ParseRules([]byte(strings.Replace(good, "/var/lib/agentbox/{id}", tmpl, 1)), "bad.toml")
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `key "leftovers"`) {

@@ -19,6 +19,7 @@ func Presets() Rules {
 	for i, r := range src {
 		c := *r
 		c.Cleanup = slices.Clone(r.Cleanup)
+		c.Leftovers = slices.Clone(r.Leftovers)
 		c.Reconcile = slices.Clone(r.Reconcile)
 		out[i] = &c
 	}
@@ -44,7 +45,34 @@ const (
 	// (containerd/containerd pkg/identifiers/validate.go: alphanumerics
 	// joined by single '.', '_' or '-').
 	ctrdIdent = `[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*`
-	vm0Docs   = "vm0-ai/vm0 crates/runner/src/process/discovery.rs (is_firecracker_cmdline, parse_workspace_cwd, parse_runner_cmdline), crates/sandbox-fc/src/sandbox.rs (sudo ip netns exec … firecracker, process_group(0), cwd = workspace), crates/sandbox-fc/src/paths.rs (/run/vm0/sock/<id>/), crates/runner/src/cmd/kill/orphan.rs (orphan cleanup)"
+	// vm0Sockets are the sockets vm0 makes in a VM's socket directory
+	// (api.sock, control.sock, vsock/vsock.sock); each is a leftover of its
+	// own, so that one something still listens on keeps its directory.
+	// vm0's network namespaces and veths are pooled (vm0-ns-<pool>-<idx>,
+	// vm0-ve-<pool>-<idx>: crates/sandbox-fc/src/network/pool/naming.rs)
+	// and named after no VM, so no template can say whose one is.
+	vm0Docs = "vm0-ai/vm0 crates/runner/src/process/discovery.rs (is_firecracker_cmdline, parse_workspace_cwd, parse_runner_cmdline), crates/sandbox-fc/src/sandbox.rs (sudo ip netns exec … firecracker, process_group(0), cwd = workspace), crates/sandbox-fc/src/paths.rs (/run/vm0/sock/<id>/{api.sock,control.sock,vsock/vsock.sock}), crates/runner/src/cmd/kill/orphan.rs (orphan cleanup)"
+)
+
+var (
+	vm0Sockets = []string{"socket:/run/vm0/sock/{id}/api.sock", "socket:/run/vm0/sock/{id}/control.sock", "socket:/run/vm0/sock/{id}/vsock/vsock.sock"}
+	// jailerLeftovers are what the jailer leaves for its user to remove
+	// (docs/jailer.md: "the jailer does not clean up"): the chroot
+	// /srv/jailer/<exec-file name>/<id> (default --chroot-base-dir, an exec
+	// file named firecracker) and the cgroup <parent-cgroup>/<id> in every
+	// controller's hierarchy (v1) or the unified one, --parent-cgroup
+	// defaulting to the exec file's name: src/jailer/src/env.rs,
+	// src/jailer/src/cgroup.rs. Its --netns is the caller's, named by no ID.
+	jailerLeftovers = []string{"/srv/jailer/firecracker/{id}", "cgroup:/firecracker/{id}"}
+	// kataLeftovers are Kata's per-sandbox run directories: the VM's
+	// (/run/vc/vm/<id>, sockets and the QEMU pid file), the sandbox's state
+	// (/run/vc/sbs/<id>) and the share the guest mounts, with a bind mount
+	// per container below it (/run/kata-containers/shared/sandboxes/<id>):
+	// kata-containers/kata-containers src/runtime/virtcontainers/persist/fs/fs.go
+	// (RunStoragePath, RunVMStoragePath), src/runtime/virtcontainers/kata_agent.go
+	// (defaultKataHostSharedDir). Its netns (the CRI's cni-<uuid>) and tap
+	// (tap0_kata) are named after no sandbox.
+	kataLeftovers = []string{"/run/vc/vm/{id}", "/run/vc/sbs/{id}", "/run/kata-containers/shared/sandboxes/{id}"}
 )
 
 var presets = sync.OnceValue(func() Rules {
@@ -59,6 +87,7 @@ var presets = sync.OnceValue(func() Rules {
 			ProcessGroup: true,
 			Supervisor:   vm0Supervisor,
 			Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
+			Leftovers:    vm0Sockets,
 			Doc:          "vm0 runner's Firecracker, by the {base}/workspaces/{id} cwd the runner spawns it in: " + vm0Docs,
 		},
 		{
@@ -68,6 +97,7 @@ var presets = sync.OnceValue(func() Rules {
 			ProcessGroup: true,
 			Supervisor:   vm0Supervisor,
 			Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
+			Leftovers:    vm0Sockets,
 			Doc:          "vm0 runner's Firecracker, fresh boot (firecracker --config-file {base}/workspaces/{id}/config.json --no-api), for when the cwd is unreadable: " + vm0Docs,
 		},
 		{
@@ -78,21 +108,24 @@ var presets = sync.OnceValue(func() Rules {
 			Supervisor:   vm0Supervisor,
 			// The socket path does not say where the workspace is, so only
 			// the socket directory can be cleaned up.
-			Cleanup: []string{"/run/vm0/sock/{id}"},
-			Doc:     "vm0 runner's Firecracker, snapshot restore (firecracker --api-sock /run/vm0/sock/{id}/api.sock), for when the cwd is unreadable: " + vm0Docs,
+			Cleanup:   []string{"/run/vm0/sock/{id}"},
+			Leftovers: vm0Sockets,
+			Doc:       "vm0 runner's Firecracker, snapshot restore (firecracker --api-sock /run/vm0/sock/{id}/api.sock), for when the cwd is unreadable: " + vm0Docs,
 		},
 		{
-			Name: "firecracker",
-			Exe:  re(`(?:^|/)jailer$`),
-			Argv: re(`(?:^| )--exec-file[ =]`),
-			Flag: "--id",
-			Doc:  "Firecracker jailer (jailer --id <id> --exec-file … --uid … --gid …; the chroot is <chroot-base>/<exec-file name>/<id>): firecracker-microvm/firecracker docs/jailer.md, src/jailer/src/env.rs",
+			Name:      "firecracker",
+			Exe:       re(`(?:^|/)jailer$`),
+			Argv:      re(`(?:^| )--exec-file[ =]`),
+			Flag:      "--id",
+			Leftovers: jailerLeftovers,
+			Doc:       "Firecracker jailer (jailer --id <id> --exec-file … --uid … --gid …; the chroot is <chroot-base>/<exec-file name>/<id>): firecracker-microvm/firecracker docs/jailer.md, src/jailer/src/env.rs",
 		},
 		{
-			Name: "firecracker",
-			Exe:  re(`(?:^|/)firecracker[^/]*$`),
-			Flag: "--id",
-			Doc:  "Firecracker with an --id, as the jailer execs it (/firecracker --id <id> --start-time-us … in its chroot; the exec file's name must contain \"firecracker\"): firecracker-microvm/firecracker src/jailer/src/env.rs (exec_command), docs/jailer.md",
+			Name:      "firecracker",
+			Exe:       re(`(?:^|/)firecracker[^/]*$`),
+			Flag:      "--id",
+			Leftovers: jailerLeftovers,
+			Doc:       "Firecracker with an --id, as the jailer execs it (/firecracker --id <id> --start-time-us … in its chroot; the exec file's name must contain \"firecracker\"): firecracker-microvm/firecracker src/jailer/src/env.rs (exec_command), docs/jailer.md",
 		},
 		{
 			Name: "boxlite",
@@ -126,6 +159,7 @@ var presets = sync.OnceValue(func() Rules {
 			NamespaceFlag: "-namespace",
 			ExcludeArgv:   re(shimHelper),
 			Supervisor:    containerd,
+			Leftovers:     kataLeftovers,
 			Doc:           "Kata Containers shim, one per pod sandbox (containerd-shim-kata-v2 -namespace <ns> -id <sandbox> -address <containerd socket>): kata-containers/kata-containers src/runtime/cmd/containerd-shim-kata-v2/main.go, containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (daemon argv)",
 		},
 		{
@@ -133,6 +167,7 @@ var presets = sync.OnceValue(func() Rules {
 			Exe:        re(`(?:^|/)qemu(?:-system-[a-z0-9_]+|-kvm)?$`),
 			Argv:       re(`(?:^| )-name sandbox-(?P<id>[^ ,]+)(?:[, ]|$)`),
 			Supervisor: Supervisor{Ancestor: re(`(?:^|/)containerd-shim-kata-v2 `)},
+			Leftovers:  kataLeftovers,
 			Doc:        "Kata Containers QEMU (qemu-system-* -name sandbox-<id>[,debug-threads=on] … -pidfile /run/vc/vm/<id>/pid): kata-containers/kata-containers src/runtime/virtcontainers/qemu.go (govmmQemu.Config Name, PidFile)",
 		},
 		{

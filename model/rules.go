@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -368,7 +367,7 @@ func (r *Rule) problems() []problem {
 		}
 	}
 	for _, t := range r.Leftovers {
-		if err := leftoverTemplateProblem(t); err != nil {
+		if err := leftoverTemplateProblem(t, captured); err != nil {
 			add("leftovers", "template %q: %v", t, err)
 		}
 	}
@@ -392,35 +391,6 @@ func (r *Rule) problems() []problem {
 		add("", "no key yields an ID: add a (?P<id>...) group to exe, comm, argv, cgroup or cwd, or set flag")
 	}
 	return out
-}
-
-// leftoverTemplateProblem says what is wrong with an explicit leftovers
-// template: it must be an absolute, clean path with {id} as one whole
-// component, no other placeholder, and a literal directory above {id}
-// other than "/" (sandtop never globs the root directory).
-func leftoverTemplateProblem(t string) error {
-	names, err := placeholders(t)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if n != "id" {
-			return fmt.Errorf("{%s}: a leftovers template names its directories explicitly; only {id} is filled in", n)
-		}
-	}
-	parts := strings.Split(t, "/")
-	i := slices.Index(parts, "{id}")
-	switch {
-	case !strings.HasPrefix(t, "/") || path.Clean(t) != t:
-		return errors.New("must be an absolute, clean path")
-	case len(names) != 1 || i < 0:
-		return errors.New("must hold {id} exactly once, as a whole path component")
-	case i < 2:
-		return errors.New("{id} right under / would list the root directory")
-	case strings.ContainsAny(strings.Join(parts[:i], "/"), "*?[\\"):
-		return errors.New("the directories above {id} must be literal")
-	}
-	return nil
 }
 
 func isFlagName(f string) bool {

@@ -25,6 +25,9 @@ const (
 	KindSocket PathKind = "socket"
 	KindFile   PathKind = "file"
 	KindCgroup PathKind = "cgroup"
+	KindNetns  PathKind = "netns"
+	KindLink   PathKind = "link"
+	KindMount  PathKind = "mount"
 )
 
 // PathEntry is one filesystem entry a glob found.
@@ -41,8 +44,11 @@ type CgroupDir struct {
 	Path string
 	// Dir is where it lives in the cgroupfs.
 	Dir string
-	// V1 is set for a v1 freezer cgroup (hosts without cgroup2).
+	// V1 is set for a v1 cgroup (the freezer's on hosts without cgroup2).
 	V1 bool
+	// Hierarchy names the hierarchy when a cgroup template found it in
+	// one of several ("" for the walk of the one hierarchy).
+	Hierarchy string
 	// ModTime is the directory's mtime: kernfs sets it when the cgroup is
 	// made and when a child cgroup is made or removed.
 	ModTime time.Time

@@ -123,7 +123,7 @@ func cgroupDir(mountPoint, mountRoot, cgroupPath string) string {
 
 // mountInfoEntry holds the fields of one mountinfo line that sandtop uses.
 type mountInfoEntry struct {
-	root, mountPoint, fsType, superOptions string
+	root, mountPoint, fsType, source, superOptions string
 }
 
 // parseMountInfoLine parses one line of mountinfo (proc(5)):
@@ -148,6 +148,7 @@ func parseMountInfoLine(line string) (mountInfoEntry, error) {
 		root:         unescapeMountField(fields[3]),
 		mountPoint:   unescapeMountField(fields[4]),
 		fsType:       fields[sep+1],
+		source:       unescapeMountField(fields[sep+2]),
 		superOptions: fields[sep+3],
 	}, nil
 }

@@ -109,3 +109,13 @@ func splitFields(line []byte, n int) (fields [][]byte, tail []byte) {
 	}
 	return fields, line[i:]
 }
+
+// UnixListenersOf returns the listening unix socket paths of the network
+// namespace process pid is in (<procRoot>/PID/net/unix).
+func UnixListenersOf(procRoot string, pid int) (map[string]bool, error) {
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	var c listenerCache
+	return c.read(filepath.Join(procRoot, strconv.Itoa(pid)))
+}

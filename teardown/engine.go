@@ -97,6 +97,10 @@ type run struct {
 	failedSig map[proc.Identity]unix.Signal
 	// denied marks processes that refused a signal with EPERM.
 	denied map[proc.Identity]bool
+	// cleanupEv is the last cleanup event, results what became of each
+	// leftover (the done event's Totals carry them to the audit record).
+	cleanupEv Event
+	results   []LeftoverResult
 	// sc is the verify scanner, made on first use and kept so each verify
 	// round re-reads only what changed.
 	sc       *proc.Scanner
@@ -161,7 +165,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 
 // finish emits the done event of a teardown that signalled nothing.
 func (r *run) finish(detail string) Totals {
-	t := Totals{Failed: r.failed, Elapsed: r.e.now().Sub(r.start)}
+	t := Totals{Failed: r.failed, Elapsed: r.e.now().Sub(r.start), Leftovers: r.results}
 	status := OK
 	if !t.OK() {
 		status = Fail
@@ -185,6 +189,9 @@ func (r *run) event(ev Event) {
 	ev.Sandbox = r.p.Target
 	if ev.Status == Fail {
 		r.failed++
+	}
+	if ev.Step == StepCleanup {
+		r.cleanupEv = ev
 	}
 	r.emit(ev)
 }

@@ -328,6 +328,17 @@ func (r *run) removePath(path string) bool {
 		r.event(Event{Step: StepCleanup, Status: OK, Detail: path + " already gone"})
 		return true
 	}
+	// A recursive removal goes on into a file system mounted below the
+	// path (a workspace's bind mount of the host's files): with a mount
+	// there, nothing is removed.
+	if mounts, err := proc.MountsUnder("", path); err != nil || len(mounts) > 0 {
+		why := "cannot tell whether a file system is mounted below it: " + fmt.Sprint(err)
+		if err == nil {
+			why = "a file system is mounted at " + mounts[0] + ": unmount it first"
+		}
+		r.event(Event{Step: StepCleanup, Status: Fail, Detail: "refused to remove " + path + ": " + why})
+		return false
+	}
 	if err := os.RemoveAll(path); err != nil {
 		errno, human := Describe(err)
 		r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: path + ": " + human})

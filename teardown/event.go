@@ -70,8 +70,11 @@ type Totals struct {
 	AlreadyGone int        `json:"already_gone"`
 	Survivors   []Survivor `json:"survivors"`
 	// Failed counts steps that failed.
-	Failed  int           `json:"failed_steps"`
-	Elapsed time.Duration `json:"-"`
+	Failed int `json:"failed_steps"`
+	// Leftovers says, for a sandbox with no process left, what became of
+	// each thing it left, in the order they were taken.
+	Leftovers []LeftoverResult `json:"leftovers,omitempty"`
+	Elapsed   time.Duration    `json:"-"`
 }
 
 // MarshalJSON renders Elapsed in milliseconds, which is what people read.
@@ -84,6 +87,17 @@ func (t Totals) MarshalJSON() ([]byte, error) {
 		plain
 		ElapsedMS float64 `json:"elapsed_ms"`
 	}{plain(t), float64(t.Elapsed.Microseconds()) / 1000})
+}
+
+// LeftoverResult is what a teardown did with one leftover.
+type LeftoverResult struct {
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	// Netns is a link's network namespace ("" for the host's).
+	Netns string `json:"netns,omitempty"`
+	// Status is ok (removed, or already gone), skip (kept) or fail.
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
 }
 
 // Survivor is a process of the target that is still alive at the end, and why.

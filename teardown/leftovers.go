@@ -38,11 +38,14 @@ func (r *run) leftovers(ctx context.Context) Totals {
 	for _, l := range r.p.Leftovers {
 		if ctx.Err() != nil {
 			r.event(Event{Step: StepCleanup, Status: Skip, Detail: l.Path + ": cancelled, kept"})
+			r.results = append(r.results, LeftoverResult{Kind: string(l.Kind), Path: l.Path, Netns: l.Netns, Status: Skip, Detail: "cancelled, kept"})
 			continue
 		}
+		r.cleanupEv = Event{}
 		if r.removeLeftover(ctx, l) {
 			removed++
 		}
+		r.results = append(r.results, LeftoverResult{Kind: string(l.Kind), Path: l.Path, Netns: l.Netns, Status: r.cleanupEv.Status, Detail: r.cleanupEv.Detail})
 	}
 	return r.finish(fmt.Sprintf("%d of %d leftovers removed", removed, len(r.p.Leftovers)))
 }
@@ -70,9 +73,12 @@ func (r *run) leftoversOwned(snap *proc.Snapshot) string {
 func (r *run) removeLeftover(ctx context.Context, l model.Leftover) bool {
 	switch {
 	case !l.Removable():
-		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "kept " + l.Path + ": " + l.Keep})
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "kept " + string(l.Kind) + " " + l.Path + ": " + l.Keep})
 		return false
 	case l.Kind != proc.KindCgroup:
+		if gone, handled := r.removeKind(l); handled {
+			return gone
+		}
 		return r.removePath(l.Path)
 	case model.IsSystemdUnit(l.Path):
 		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "kept cgroup " + l.Path + ": a systemd unit's"})
@@ -95,7 +101,11 @@ func (r *run) removeLeftover(ctx context.Context, l model.Leftover) bool {
 		r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: "cgroup " + l.Path + ": " + human + ": " + err.Error()})
 		return false
 	}
-	r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed empty cgroup " + l.Path})
+	what := l.Path
+	if l.Hierarchy != "" {
+		what += " (" + l.Hierarchy + ")"
+	}
+	r.event(Event{Step: StepCleanup, Status: OK, Detail: "removed empty cgroup " + what})
 	return true
 }
 

@@ -56,9 +56,11 @@ func NewFinder(lo *model.Leftovers, rewalk time.Duration) *Finder {
 // must (see Finder).
 func (f *Finder) Add(v *model.View) (*model.View, error) {
 	globs := f.lo.Globs(v)
-	patterns := make([]string, len(globs))
-	for i, g := range globs {
-		patterns[i] = g.Pattern
+	var patterns []string
+	for _, g := range globs {
+		if g.IsPath() {
+			patterns = append(patterns, g.Pattern)
+		}
 	}
 	paths, gerr := proc.Glob(patterns)
 	var cgroups []proc.CgroupDir
@@ -66,7 +68,9 @@ func (f *Finder) Add(v *model.View) (*model.View, error) {
 	if len(f.lo.CgroupRules()) > 0 {
 		cgroups, cerr = f.cgroups(v.Snapshot)
 	}
-	return f.lo.Apply(v, model.Found{Globs: globs, Paths: paths, Cgroups: cgroups}), errors.Join(gerr, cerr)
+	found := model.Found{Globs: globs, Paths: paths, Cgroups: cgroups}
+	kerr := findKinds(&found, v.Snapshot)
+	return f.lo.Apply(v, found), errors.Join(gerr, cerr, kerr)
 }
 
 func (f *Finder) cgroups(snap *proc.Snapshot) ([]proc.CgroupDir, error) {

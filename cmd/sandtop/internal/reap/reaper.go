@@ -315,7 +315,7 @@ func (r *Reaper) entry(v *model.View, d Decision) Entry {
 		e.Namespace = sb.Namespace
 		e.Processes = len(sb.Members)
 		for _, l := range sb.Leftovers {
-			e.Leftovers = append(e.Leftovers, model.LeftoverJSON{Kind: string(l.Kind), Path: l.Path, AgeSeconds: l.Age(v.Time).Truncate(time.Second).Seconds(), Why: l.Why, Keep: l.Keep})
+			e.Leftovers = append(e.Leftovers, l.JSON(v.Time))
 		}
 	}
 	return e
