@@ -229,24 +229,18 @@ func (g *globals) view(uids bool, heap *heapTuner) (*model.View, error) {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	heap.scanned()
-	return viewOf(snap, rules), nil
+	return hostview.Group(snap, rules), nil
 }
 
-// scanView scans once and groups the result (see viewOf).
+// scanView scans once and groups the result (see hostview.Group).
 func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	snap, err := s.Scan()
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	return viewOf(snap, rules), nil
+	return hostview.Group(snap, rules), nil
 }
 
-// viewOf groups a snapshot, with the sandboxes that left things behind
-// (see hostview.WithLeftovers).
-func viewOf(snap *proc.Snapshot, rules model.Rules) *model.View {
-	v, _ := hostview.WithLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
-	return v
-}
 
 // initCompletion makes cobra's completion command now, so it can carry an
 // example like every other command. It must run after SetOut: the command

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
@@ -13,37 +12,11 @@ import (
 	"github.com/sandtop/sandtop/ui"
 )
 
-// scanSource is the live screen's ui.Source: a proc.Scanner and a
-// model.Builder. It hands each view back to the next Build, which keeps
-// attribution sticky for processes that stop matching while they live.
-type scanSource struct {
-	mu   sync.Mutex
-	sc   *proc.Scanner
-	b    *model.Builder
-	lo   *hostview.Finder
-	prev *model.View
-	heap *heapTuner
-}
-
-// newScanSource groups the scanner's snapshots with rules. The caller owns
-// the scanner and closes it.
-func newScanSource(sc *proc.Scanner, rules model.Rules) *scanSource {
-	return &scanSource{sc: sc, b: model.NewBuilder(rules), lo: hostview.NewFinder(model.NewLeftovers(rules), 0), heap: longRunning()}
-}
-
-// Scan reads the host once and groups it.
-func (s *scanSource) Scan() (*model.View, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap, err := s.sc.Scan()
-	if err != nil {
-		return nil, fmt.Errorf("scan: %w", err)
-	}
-	// What the leftover search could not read stays out of the view; the
-	// rest of it is still worth showing.
-	s.prev, _ = s.lo.Add(s.b.Build(snap, s.prev))
-	s.heap.refreshed()
-	return s.prev, nil
+// newScanSource is the live screen's and serve's ui.Source: the host
+// source, with the long-running commands' heap tuning after each scan. The
+// caller owns the scanner and closes it.
+func newScanSource(sc *proc.Scanner, rules model.Rules) *hostview.Source {
+	return hostview.NewSource(sc, rules, 0, longRunning().refreshed)
 }
 
 // engineKiller is the live screen's ui.Killer: a teardown.Engine, and the

@@ -91,20 +91,13 @@ func TestReapLeftovers(t *testing.T) {
 	killByHand(t, vm)
 	killByHand(t, box)
 
-	// What `sandtop list` shows: both leftovers, with their paths. The
-	// reaper's finder saw the VM alive and remembers its workspace's base.
-	finder := h.r.finder
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	// What the reaper's next scan shows: both leftovers, with their paths.
+	// Its source saw the VM alive and remembers its workspace's base.
 	view := func() *model.View {
-		snap, err := sc.Scan()
+		v, err := h.r.src.Scan()
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, _ := hostview.WithLeftovers(finder, model.Build(snap, rules, nil))
 		return v
 	}
 	v := view()
@@ -132,7 +125,7 @@ func TestReapLeftovers(t *testing.T) {
 
 	// reap --apply --once: both go, and exactly their paths.
 	h2 := newHarness(t, Config{Policy: Policy{For: 300 * time.Millisecond}, Selects: sel, Texts: texts, Interval: 100 * time.Millisecond, Once: true, Apply: true}, rules)
-	h2.r.finder = finder
+	h2.r.src = h.r.src // it remembers the base of the VM it saw alive
 	h2.run(t, time.Minute)
 	last := h2.last(t)
 	for _, id := range []string{vm.ID, box.ID} {
@@ -183,20 +176,21 @@ func TestLeftoversUnderLiveSupervisor(t *testing.T) {
 	vm := m.Sandbox("vm")
 	ws, sock := workspace(t, vm), sockDir(t, vm)
 	rules := fleetRules(m)
-	finder := model.NewLeftovers(rules)
-	finder.Record(fleettest.View(t, rules))
-	killByHand(t, vm)
-
 	sc, err := proc.NewScanner(proc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	snap, err := sc.Scan()
+	// The source sees the VM alive first: it learns its workspace's base.
+	src := hostview.NewSource(sc, rules, hostview.WalkEveryScan, nil)
+	if _, err := src.Scan(); err != nil {
+		t.Fatal(err)
+	}
+	killByHand(t, vm)
+	v, err := src.Scan()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := hostview.WithLeftovers(finder, model.Build(snap, rules, nil))
 	sb := v.Sandbox(vm.ID)
 	if sb == nil {
 		t.Fatal("the dead VM is not shown")
@@ -230,7 +224,7 @@ func TestLeftoversUnderLiveSupervisor(t *testing.T) {
 	// The reaper: selected, kept, never reaped.
 	sel, texts := selectFleet(t, []string{"leftover"}, m)
 	h := newHarness(t, Config{Policy: Policy{}, Selects: sel, Texts: texts, Interval: 100 * time.Millisecond, Once: true, Apply: true}, rules)
-	h.r.finder = finder
+	h.r.src = src
 	h.run(t, time.Minute)
 	if e := h.last(t)[vm.ID]; e.Action != "keep" || !exists(ws) || !exists(sock) {
 		t.Errorf("reaper on a leftover under a live runner: %q (%s)", e.Action, e.Reason)

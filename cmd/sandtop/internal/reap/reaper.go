@@ -71,9 +71,7 @@ func (c Config) Check() error {
 type Reaper struct {
 	cfg     Config
 	rules   model.Rules
-	sc      *proc.Scanner
-	builder *model.Builder
-	finder  *model.Leftovers
+	src     *hostview.Source
 	eng     *teardown.Engine
 	tracker *Tracker
 	log     *Logger
@@ -97,8 +95,8 @@ func New(cfg Config, rules model.Rules, sc *proc.Scanner, eng *teardown.Engine, 
 		return nil, err
 	}
 	return &Reaper{
-		cfg: cfg, rules: rules, sc: sc, eng: eng, log: log, metrics: m,
-		builder: model.NewBuilder(rules), finder: model.NewLeftovers(rules),
+		cfg: cfg, rules: rules, eng: eng, log: log, metrics: m,
+		src:     hostview.NewSource(sc, rules, hostview.WalkEveryScan, nil),
 		tracker: NewTracker(cfg.Policy), now: time.Now,
 	}, nil
 }
@@ -288,16 +286,13 @@ func (r *Reaper) selected(sb *model.Sandbox) bool {
 // view scans the host and groups it, leftovers included.
 func (r *Reaper) view() (*model.View, error) {
 	start := time.Now()
-	snap, err := r.sc.Scan()
+	v, err := r.src.Scan()
 	if err != nil {
-		err = fmt.Errorf("scan: %w", err)
 		if r.Observe != nil {
 			r.Observe(nil, err, time.Since(start))
 		}
 		return nil, err
 	}
-	v, _ := hostview.WithLeftovers(r.finder, r.builder.Build(snap, r.prev))
-	r.prev = v
 	if r.Observe != nil {
 		r.Observe(v, nil, time.Since(start))
 	}

@@ -1,0 +1,64 @@
+package hostview
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// WalkEveryScan makes a Source walk the cgroup hierarchy at every scan:
+// the reaper's choice, which acts on what it finds without a human to
+// look first, so an empty cgroup made since the last scan is judged at
+// once rather than within DefaultRewalk.
+const WalkEveryScan = time.Nanosecond
+
+// Source is the one pipeline from the host to a view that every
+// long-running front end (the screen, serve, the reaper) takes: scan,
+// group with a model.Builder that is handed each view back (attribution
+// stays sticky for a process that stops matching while it lives), and add
+// the sandboxes that left things behind (Finder). One-shot commands group
+// a single snapshot with Group.
+type Source struct {
+	mu   sync.Mutex
+	sc   *proc.Scanner
+	b    *model.Builder
+	lo   *Finder
+	prev *model.View
+	// afterScan runs after every scan, under the Source's lock: the
+	// screen's heap tuning.
+	afterScan func()
+}
+
+// NewSource groups sc's snapshots with rules, walking the cgroup
+// hierarchy for leftovers at least every rewalk (DefaultRewalk when 0;
+// WalkEveryScan). afterScan, when not nil, runs after each scan. The
+// scanner is the caller's to close.
+func NewSource(sc *proc.Scanner, rules model.Rules, rewalk time.Duration, afterScan func()) *Source {
+	return &Source{sc: sc, b: model.NewBuilder(rules), lo: NewFinder(model.NewLeftovers(rules), rewalk), afterScan: afterScan}
+}
+
+// Scan reads the host once and groups it. What the leftover search could
+// not read stays out of the view; the rest of it is still worth showing.
+func (s *Source) Scan() (*model.View, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap, err := s.sc.Scan()
+	if s.afterScan != nil {
+		defer s.afterScan()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	s.prev, _ = s.lo.Add(s.b.Build(snap, s.prev))
+	return s.prev, nil
+}
+
+// Group groups one snapshot with rules, the sandboxes that left things
+// behind included: a one-shot command's view.
+func Group(snap *proc.Snapshot, rules model.Rules) *model.View {
+	v, _ := WithLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
+	return v
+}
