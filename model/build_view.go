@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -335,13 +336,13 @@ func pausedNote(sb *Sandbox, live, stopped, frozen, work int) string {
 		return ""
 	case sb.Frozen && frozen == live:
 		if where == "" {
-			return fmt.Sprintf("frozen: all %d processes", live)
+			return "frozen: " + words.All(live, "process", "processes")
 		}
-		return fmt.Sprintf("frozen: all %d processes, in %s", live, where)
+		return fmt.Sprintf("frozen: %s, in %s", words.All(live, "process", "processes"), where)
 	case sb.Frozen:
-		return fmt.Sprintf("workload frozen: %d processes in %s; %d outside it (the runtime's shim or monitor) still running", work, where, live-frozen)
+		return fmt.Sprintf("workload frozen: %s in %s; %d outside it (the runtime's shim or monitor) still running", words.Count(work, "process", "processes"), where, live-frozen)
 	}
-	return fmt.Sprintf("stopped: all %d live processes (SIGSTOP)", stopped)
+	return fmt.Sprintf("stopped: %s (SIGSTOP)", words.All(stopped, "live process", "live processes"))
 }
 
 // within reports whether the cgroup path is dir or below it.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sandtop/sandtop/model/words"
 )
 
 // MinShortID is the shortest prefix used when displaying an ID.
@@ -154,12 +156,7 @@ func (v *View) isRuntime(name string) bool {
 // thousands.
 const maxCandidates = 10
 
-func countSandboxes(n int) string {
-	if n == 1 {
-		return "1 sandbox"
-	}
-	return fmt.Sprintf("%d sandboxes", n)
-}
+func countSandboxes(n int) string { return words.Count(n, "sandbox", "sandboxes") }
 
 // candidates lists sandboxes by the name that tells each apart: its Name,
 // or its Key when another sandbox has the same Name.

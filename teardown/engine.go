@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -126,7 +127,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	if p.LeftoverOnly() {
 		return r.leftovers(ctx)
 	}
-	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%s; %s; %s", plural(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())})
+	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%s; %s; %s", words.Count(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())})
 
 	r.pinMembers()
 	if p.Grace > 0 && ctx.Err() == nil {
@@ -236,9 +237,9 @@ func (r *run) pinMembers() {
 		r.add(pin)
 		pinned++
 	}
-	detail := fmt.Sprintf("%d of %s pinned by pidfd", pinned, plural(len(r.p.Members), "process", "processes"))
+	detail := fmt.Sprintf("%d of %s pinned by pidfd", pinned, words.Count(len(r.p.Members), "process", "processes"))
 	if fallback {
-		detail = fmt.Sprintf("%d of %s pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, plural(len(r.p.Members), "process", "processes"))
+		detail = fmt.Sprintf("%d of %s pinned; no pidfd_open on this kernel: signals use kill(2) after a start-time re-check", pinned, words.Count(len(r.p.Members), "process", "processes"))
 	}
 	r.event(Event{Step: StepPin, Status: OK, Detail: detail})
 }
@@ -350,11 +351,11 @@ func (r *run) graceful(ctx context.Context) {
 	took := r.e.now().Sub(waitStart).Round(time.Millisecond)
 	refused := ""
 	if n := len(all) - len(live); n > 0 {
-		refused = plural(n, "process", "processes") + " refused SIGTERM with EPERM, not waited for; "
+		refused = words.Count(n, "process", "processes") + " refused SIGTERM with EPERM, not waited for; "
 	}
 	switch {
 	case left == 0 && refused == "":
-		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("all %d exited after SIGTERM in %s", len(termed), took)})
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%s exited after SIGTERM in %s", words.All(len(termed), "process", "processes"), took)})
 	case left == 0:
 		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%s%d of the others exited in %s", refused, len(exited), took)})
 	default:

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -254,7 +255,7 @@ func (r *run) stopAndKill(ctx context.Context) {
 			stopped++
 		}
 	}
-	detail := fmt.Sprintf("%d of %s stopped in %s; %d born late and pinned", stopped, plural(len(live), "process", "processes"), plural(passes+1, "pass", "passes"), found)
+	detail := fmt.Sprintf("%d of %s held by SIGSTOP after %s; %d born late and pinned", stopped, words.Count(len(live), "process", "processes"), words.Count(passes+1, "pass", "passes"), found)
 	denied := 0
 	for _, p := range live {
 		if r.denied[p.ID] {
@@ -262,10 +263,10 @@ func (r *run) stopAndKill(ctx context.Context) {
 		}
 	}
 	if denied > 0 {
-		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", plural(denied, "process", "processes"))
+		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", words.Count(denied, "process", "processes"))
 	}
 	if rest := len(live) - stopped - denied; rest > 0 {
-		detail += fmt.Sprintf("; %s in uninterruptible sleep or frozen", plural(rest, "process", "processes"))
+		detail += fmt.Sprintf("; %s in uninterruptible sleep or frozen", words.Count(rest, "process", "processes"))
 	}
 	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: detail})
 	for _, p := range r.live() {

@@ -14,6 +14,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -147,7 +148,7 @@ func TestTeardownSessionTree(t *testing.T) {
 		}
 	}
 	// A leaf that is gone before the wait starts still counts.
-	if want := fmt.Sprintf("all %d exited after SIGTERM", terms); !r.has(StepWait, OK, want) {
+	if want := fmt.Sprintf("%s exited after SIGTERM", words.All(terms, "process", "processes")); !r.has(StepWait, OK, want) {
 		t.Errorf("the session tree should have exited on SIGTERM within the grace (%q)", want)
 	}
 	// Leaf first: every term event names a process before its parent.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -56,6 +57,9 @@ func (r *run) scan() (*proc.Snapshot, error) {
 func (r *run) verify(ctx context.Context) []Survivor {
 	vctx, cancel := context.WithTimeout(ctx, r.p.Deadline)
 	defer cancel()
+	// Survivors are reported after the time verify took: it gives up
+	// before the deadline on what no retry can kill (EPERM).
+	start := r.e.now()
 	for round := 1; ; round++ {
 		snap, err := r.scan()
 		if err != nil {
@@ -67,7 +71,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			detail := fmt.Sprintf("fresh scan: nothing of %s remains", r.p.Target)
 			if r.p.CgroupDir != "" {
 				if pids, _ := ReadProcs(r.p.CgroupDir); len(pids) > 0 {
-					detail += fmt.Sprintf("; %s still holds %s that are not the target's (%v), left alone", r.p.Cgroup, plural(len(pids), "process", "processes"), pids)
+					detail += fmt.Sprintf("; %s still holds %s that are not the target's (%v), left alone", r.p.Cgroup, words.Count(len(pids), "process", "processes"), pids)
 				} else {
 					detail += "; " + r.p.Cgroup + " is empty"
 				}
@@ -80,7 +84,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		}
 		if vctx.Err() != nil || r.hopeless(left) {
 			sv := r.survivors(snap, nil)
-			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%s of %s survive after %s: %s", plural(len(sv), "process", "processes"), r.p.Target, r.p.Deadline, describeSurvivors(sv))})
+			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%s of %s survive after %s: %s", words.Count(len(sv), "process", "processes"), r.p.Target, r.e.now().Sub(start).Round(time.Millisecond), describeSurvivors(sv))})
 			return sv
 		}
 		fresh := 0
@@ -90,7 +94,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			}
 			r.pinPIDs([]int{p.PID}, 0)
 		}
-		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, plural(len(left), "process", "processes"), r.p.Target, fresh)})
+		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, words.Count(len(left), "process", "processes"), r.p.Target, fresh)})
 		if r.p.CgroupDir != "" && r.cgroupNotOurs(snap) == "" {
 			if err := Kill(r.p.CgroupDir); err == nil {
 				r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: "killed every process in " + r.p.Cgroup + " again"})

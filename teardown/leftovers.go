@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -47,7 +48,7 @@ func (r *run) leftovers(ctx context.Context) Totals {
 		}
 		r.results = append(r.results, LeftoverResult{Kind: string(l.Kind), Path: l.Path, Netns: l.Netns, Status: r.cleanupEv.Status, Detail: r.cleanupEv.Detail})
 	}
-	return r.finish(fmt.Sprintf("%d of %d leftovers removed", removed, len(r.p.Leftovers)))
+	return r.finish(fmt.Sprintf("%d of %s removed", removed, words.Count(len(r.p.Leftovers), "leftover", "leftovers")))
 }
 
 // leftoversOwned says why the leftovers are no longer the dead sandbox's

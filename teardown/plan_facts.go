@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -95,10 +96,18 @@ func (p *Plan) Facts() Facts {
 	default:
 		f.Cgroup = "none dedicated: SIGSTOP the tree, then SIGKILL each process"
 	}
-	if p.Frozen {
+	switch {
+	case p.Frozen:
 		f.State = "paused (frozen)"
 		if p.Grace > 0 {
 			f.State += ": thawed first, so SIGTERM can be handled"
+		}
+	case p.Sandbox != nil && p.Sandbox.Paused:
+		// Paused without a freezer: its processes are stopped, and a
+		// stopped process keeps SIGTERM pending until it is continued.
+		f.State = "paused (stopped by SIGSTOP)"
+		if p.Grace > 0 {
+			f.State += ": each SIGTERM is followed by SIGCONT, so it can be handled"
 		}
 	}
 	if len(p.Reconcile) > 0 {
@@ -158,18 +167,11 @@ func (f Facts) StepsText() string {
 
 // ProcessesText is the processes line: "12 processes (1 zombie)".
 func (f Facts) ProcessesText() string {
-	s := plural(f.Processes, "process", "processes")
+	s := words.Count(f.Processes, "process", "processes")
 	if f.Zombies > 0 {
-		s += " (" + plural(f.Zombies, "zombie", "zombies") + ")"
+		s += " (" + words.Count(f.Zombies, "zombie", "zombies") + ")"
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Write prints the plan for a person: what --dry-run shows and what the

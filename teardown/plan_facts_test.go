@@ -64,6 +64,14 @@ func TestPlanFacts(t *testing.T) {
 				Strategy: "immediate SIGKILL", Steps: []Step{StepPin, StepStop, StepKill, StepVerify, StepCleanup, StepDone}},
 		},
 		{
+			name: "paused by SIGSTOP, no freezer, graceful",
+			plan: Plan{Target: "abc", Runtime: "podman", Sandbox: &model.Sandbox{ID: "abc", Paused: true}, RootPID: 10, Members: members, SupervisorNote: "supervisor gone", Grace: 5 * time.Second},
+			want: Facts{Title: "sandbox abc", Runtime: "podman", Root: "pid 10 shim", Processes: 3, Zombies: 1,
+				Cgroup: "none dedicated (/box/1 is shared): SIGSTOP the tree, then SIGKILL each process",
+				State:  "paused (stopped by SIGSTOP): each SIGTERM is followed by SIGCONT, so it can be handled", Supervisor: "gone", Cleanup: "nothing to remove",
+				Strategy: "graceful: SIGTERM, 5s grace, then SIGKILL", Steps: []Step{StepPin, StepTerm, StepWait, StepStop, StepKill, StepVerify, StepCleanup, StepDone}},
+		},
+		{
 			name: "a process subtree",
 			plan: Plan{Target: "pid 10", Runtime: "-", RootPID: 10, Members: members, SupervisorNote: "a process subtree has no supervisor"},
 			want: Facts{Title: "pid 10 and its descendants", Runtime: "-", Root: "pid 10 shim", Processes: 3, Zombies: 1,

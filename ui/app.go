@@ -13,6 +13,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/spinner"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -364,11 +365,11 @@ func (m *Model) setStatus(s string, isErr bool) { m.status, m.statusErr = s, isE
 // layout sizes the parts of the screen from the window and the open panes.
 func (m *Model) layout() {
 	m.help.Width = m.width
-	// tab acts only on an open log, and help shows it only then.
-	m.keys.SwitchFocus.SetEnabled(m.panel.open)
+	m.keys.SwitchFocus.SetEnabled(false)
 	if m.tooSmall() {
 		return
 	}
+	m.detail.follow(m.table.selected())
 	body := m.height - m.headerHeight() - 1 - lipgloss.Height(m.helpView())
 	// The table gets the rows it has, up to three fifths of the body; the
 	// open panes share the rest, the log first.
@@ -392,7 +393,16 @@ func (m *Model) layout() {
 	if m.detailH < 4 {
 		m.detailH = 0
 	}
+	// tab acts only on an open pane, and help shows it only then.
+	m.detail.focused = m.detail.focused && m.detailH > 0 && !m.panel.focused
+	m.keys.SwitchFocus.SetEnabled(m.panelH > 0 || m.detailH > 0)
 	m.table.setSize(m.width, max(body-m.panelH-m.detailH-1, 1))
+	if m.mode == modeConfirm {
+		// Drawn once to measure: the scroll keys show only when the
+		// targets are longer than the dialog.
+		m.confirm.view(m.width, m.table.height+1+m.detailH)
+		m.confirm.keys.scrollable(m.confirm.total > m.confirm.room)
+	}
 	m.scrollCommands(0) // a wider window may fit what needed scrolling
 	if m.panelH > 0 {
 		m.panel.setSize(m.width, m.panelH)
@@ -418,6 +428,10 @@ func (m *Model) helpView() string {
 		return v
 	case m.help.ShowAll:
 		return footer(m.help, m.helpFooter(), 2, w)
+	case m.detail.focused:
+		k := m.keys
+		k.Close.SetHelp("esc", "close pane")
+		return footer(m.help, []key.Binding{k.SwitchFocus, k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Quit}, 1, w)
 	case m.panel.open && m.panel.focused:
 		return footer(m.help, panelKeys{KeyMap: m.keys, running: m.panel.running > 0}.ShortHelp(), 1, w)
 	}

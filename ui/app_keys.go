@@ -51,6 +51,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.help.ShowAll && m.helpKey(msg) {
 		return nil
 	}
+	if m.detail.focused && m.detailH > 0 && m.detailKey(msg) {
+		return nil
+	}
 	if m.panel.open && m.panel.focused && m.panelH > 0 && m.panelKey(msg) {
 		return nil
 	}
@@ -86,7 +89,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.ScrollRight):
 		m.scrollCommands(1)
 	case key.Matches(msg, k.Details):
-		m.showDetail = !m.showDetail
+		m.showDetail, m.detail.focused = !m.showDetail, false
 	case key.Matches(msg, k.Search):
 		// F3 again after a search: the next match, the search line
 		// open on it to edit.
@@ -137,9 +140,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.CloseHelp):
 		m.closeHelp()
 	case key.Matches(msg, k.SwitchFocus):
-		if m.panel.open {
-			m.panel.focused = true
-		}
+		m.cycleFocus()
 	case key.Matches(msg, k.Close):
 		m.escape()
 	}
@@ -176,11 +177,53 @@ func (m *Model) panelKey(msg tea.KeyMsg) bool {
 	k := m.keys
 	switch {
 	case key.Matches(msg, k.SwitchFocus):
-		m.panel.focused = false
+		m.cycleFocus()
 	case key.Matches(msg, k.Close):
 		m.escape()
 	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom):
 		m.panel.scroll(k, msg)
+	default:
+		return false
+	}
+	return true
+}
+
+// cycleFocus moves the focus with tab: from the list to the detail pane
+// (when open), to the teardown log (when open), back to the list.
+func (m *Model) cycleFocus() {
+	switch {
+	case !m.detail.focused && !m.panel.focused && m.detailH > 0:
+		m.detail.focused = true
+	case !m.panel.focused && m.panelH > 0:
+		m.detail.focused, m.panel.focused = false, true
+	default:
+		m.detail.focused, m.panel.focused = false, false
+	}
+}
+
+// detailKey handles the keys the detail pane takes while it has the
+// focus, the teardown log's: the moving keys scroll it, esc closes it.
+func (m *Model) detailKey(msg tea.KeyMsg) bool {
+	k := m.keys
+	r, c := m.table.selected(), m.rowCtx()
+	page := max(m.detailH-4, 1)
+	switch {
+	case key.Matches(msg, k.SwitchFocus):
+		m.cycleFocus()
+	case key.Matches(msg, k.Close, k.Details):
+		m.showDetail, m.detail.focused = false, false
+	case key.Matches(msg, k.Up):
+		m.detail.scroll(r, c, m.width, m.detailH, -1)
+	case key.Matches(msg, k.Down):
+		m.detail.scroll(r, c, m.width, m.detailH, 1)
+	case key.Matches(msg, k.PageUp):
+		m.detail.scroll(r, c, m.width, m.detailH, -page)
+	case key.Matches(msg, k.PageDown):
+		m.detail.scroll(r, c, m.width, m.detailH, page)
+	case key.Matches(msg, k.Top):
+		m.detail.offset = 0
+	case key.Matches(msg, k.Bottom):
+		m.detail.scroll(r, c, m.width, m.detailH, 1<<20)
 	default:
 		return false
 	}

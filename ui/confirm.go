@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ type confirm struct {
 	input     textinput.Model
 	focus     confirmFocus
 	hint      string
+	// offset scrolls the list of targets; room and total are its window
+	// and its length as last drawn.
+	offset, room, total int
 	// foreign counts the planned processes of other users when sandtop
 	// is not root: their signals will fail with EPERM.
 	foreign int
@@ -143,6 +147,18 @@ func (c *confirm) update(msg tea.KeyMsg) (confirmResult, tea.Cmd) {
 		return confirmOpen, nil
 	case key.Matches(msg, c.keys.Press):
 		return c.press(), nil
+	case key.Matches(msg, c.keys.Up):
+		c.scroll(-1)
+		return confirmOpen, nil
+	case key.Matches(msg, c.keys.Down):
+		c.scroll(1)
+		return confirmOpen, nil
+	case key.Matches(msg, c.keys.PageUp):
+		c.scroll(-max(c.room-1, 1))
+		return confirmOpen, nil
+	case key.Matches(msg, c.keys.PageDown):
+		c.scroll(max(c.room-1, 1))
+		return confirmOpen, nil
 	}
 	if !c.typed {
 		return confirmOpen, nil
@@ -214,47 +230,29 @@ func (c *confirm) view(w, h int) string {
 		l = append(l, s.Warning.Render(fmt.Sprintf("not root: processes of other users cannot be signalled (%s here)",
 			format.Count(c.foreign, "process", "processes"))), "")
 	}
-	// Leave room for the strategy, the typed prompt, the buttons and the border.
-	room := h - 2 - 9 - len(l)
-	var blocks [][]string
-	for _, p := range c.plans {
-		pl := c.planLines(p, inner)
-		if room < len(pl) && len(blocks) > 0 {
-			break
-		}
-		blocks = append(blocks, pl)
-		room -= len(pl)
-	}
-	shown := len(blocks)
-	// What room is left lists the processes, shared between the targets.
-	for i, p := range c.plans[:shown] {
-		l = append(l, blocks[i]...)
-		l = append(l, c.processLines(p, inner, room/(shown-i))...)
-		room -= len(c.processLines(p, inner, room/(shown-i)))
-	}
-	if rest := len(c.plans) - shown; rest > 0 {
-		l = append(l, s.DetailKey.Render(fmt.Sprintf("… and %s more", format.Count(rest, "target", "targets"))))
-	}
+	// What follows the targets: errors, the strategy, the typed prompt,
+	// the buttons.
+	var tail []string
 	for _, e := range c.errs {
-		l = append(l, s.Error.Render("not planned: ")+format.Printable(e))
+		tail = append(tail, s.Error.Render("not planned: ")+format.Printable(e))
 	}
-	l = append(l, "")
+	tail = append(tail, "")
 	other := "immediate SIGKILL"
 	if c.immediate {
 		other = "graceful"
 	}
 	first := c.plans[0].Facts()
-	l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "strategy"))+s.Danger.Render(first.Strategy)+
-		s.DetailKey.Render(fmt.Sprintf("  (%s: %s)", c.keys.Strategy.Help().Key, other)))
+	tail = append(tail, wrapLines(s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "strategy"))+s.Danger.Render(first.Strategy)+
+		s.DetailKey.Render(fmt.Sprintf("  (%s: %s)", c.keys.Strategy.Help().Key, other)), inner)...)
 	if len(c.plans) == 1 {
-		l = append(l, s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "steps"))+first.StepsText())
+		tail = append(tail, wrapLines(s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "steps"))+first.StepsText(), inner)...)
 	}
-	l = append(l, "")
+	tail = append(tail, "")
 	if c.typed {
-		l = append(l, fmt.Sprintf("Type %s to confirm:", s.Danger.Render(strconv.Quote(c.want))), c.input.View())
+		tail = append(tail, fmt.Sprintf("Type %s to confirm:", s.Danger.Render(strconv.Quote(c.want))), c.input.View())
 	}
 	if c.hint != "" {
-		l = append(l, s.Error.Render(c.hint))
+		tail = append(tail, s.Error.Render(c.hint))
 	}
 	cancel, ok := s.Button.Render("Cancel"), s.Button.Render("Tear down")
 	switch c.focus {
@@ -266,12 +264,36 @@ func (c *confirm) view(w, h int) string {
 	if s.Plain {
 		cancel, ok = button("Cancel", c.focus == focusCancel), button("Tear down", c.focus == focusConfirm)
 	}
-	l = append(l, cancel+"   "+ok)
+	tail = append(tail, cancel+"   "+ok)
+
+	// Every target is listed, each with its facts and processes, in the
+	// room the rest leaves; the list scrolls (↑ ↓ PgUp PgDn) when the
+	// window is too short for it.
+	room := max(h-2-len(l)-len(tail), 3)
+	targets := c.targetLines(inner, room)
+	c.room, c.total = room, len(targets)
+	c.offset = max(min(c.offset, len(targets)-room), 0)
+	win := targets
+	if len(targets) > room {
+		win = slices.Clone(targets[c.offset : c.offset+room])
+		if c.offset > 0 {
+			win[0] = s.DetailKey.Render(fmt.Sprintf("↑ %s (↑ PgUp)", format.Count(c.offset, "more line", "more lines")))
+		}
+		if below := len(targets) - c.offset - room; below > 0 {
+			win[room-1] = s.DetailKey.Render(fmt.Sprintf("↓ %s (↓ PgDn)", format.Count(below+1, "more line", "more lines")))
+		}
+	}
+	l = append(append(l, win...), tail...)
 	for i := range l {
 		l[i] = ansi.Truncate(l[i], inner, "…")
 	}
 	box := s.Modal.Width(inner + 4).Render(strings.Join(l, "\n"))
 	return lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box)
+}
+
+// wrapLines wraps a line to w cells at its spaces.
+func wrapLines(line string, w int) []string {
+	return strings.Split(ansi.Wrap(line, w, ""), "\n")
 }
 
 // button marks the focused button without color: "[> Cancel <]".
@@ -280,6 +302,31 @@ func button(label string, focused bool) string {
 		return "[> " + label + " <]"
 	}
 	return "[  " + label + "  ]"
+}
+
+// targetLines are the lines of every target, one block after another: a
+// single target shares room with nothing, so its processes fill it; each
+// of several lists at most a few, the rest counted.
+func (c *confirm) targetLines(inner, room int) []string {
+	var l []string
+	for _, p := range c.plans {
+		pl := c.planLines(p, inner)
+		n := room - len(pl)
+		if len(c.plans) > 1 {
+			n = maxListedProcs
+		}
+		l = append(l, pl...)
+		l = append(l, c.processLines(p, inner, n)...)
+	}
+	return l
+}
+
+// maxListedProcs is how many processes each of several targets lists.
+const maxListedProcs = 4
+
+// scroll moves the list of targets by n lines.
+func (c *confirm) scroll(n int) {
+	c.offset = max(min(c.offset+n, c.total-c.room), 0)
 }
 
 // processLines lists a plan's processes, root first, in at most n lines:
@@ -322,8 +369,12 @@ func (c *confirm) planLines(p *teardown.Plan, inner int) []string {
 			l = append(l, "  "+line)
 		}
 	}
-	l = append(l, s.Title.Render(format.Printable(p.Target))+"  "+format.Printable(f.Runtime)+
-		fmt.Sprintf("  %s, root %s", f.ProcessesText(), f.Root))
+	head := s.Title.Render(format.Printable(p.Target)) + "  " + format.Printable(f.Runtime) +
+		fmt.Sprintf("  %s, root %s", f.ProcessesText(), format.Printable(f.Root))
+	if p.Sandbox != nil && len(p.Sandbox.Badges) > 0 {
+		head += "  " + s.Badges(p.Sandbox.Badges)
+	}
+	l = append(l, wrapLines(head, inner)...)
 	kv("cgroup", f.Cgroup)
 	if f.State != "" {
 		kv("state", f.State)

@@ -23,9 +23,15 @@ const timeLayout = "2006-01-02 15:04:05"
 
 // detail renders the detail pane for the selected row: everything sandtop
 // knows about the sandbox or process, so an operator can tell why it was
-// grouped, badged or left alone before touching it.
+// grouped, badged or left alone before touching it. Its title (the whole
+// ID, wrapped) stays; the lines under it scroll while it has the focus.
 type detail struct {
 	styles *Styles
+	// focused: the moving keys scroll the pane, not the list.
+	focused bool
+	// offset is how far the lines are scrolled, for the row key.
+	offset int
+	key    rowKey
 }
 
 // content is the pane's title and lines for a row, wrapped to inner cells.
@@ -36,44 +42,85 @@ func (d detail) content(r *row, c *rowCtx, inner int) (string, []string) {
 	case r.kind == rowSandbox:
 		return d.sandbox(r.sb, c, inner)
 	case r.kind == rowHost:
-		return "host", []string{
-			fmt.Sprintf("%s in no sandbox on %s", format.Count(r.st.procs, "process", "processes"), format.Printable(c.view.Host)),
-			"expand the group to see them; K on one tears down its subtree",
-		}
+		return "host", d.host(r, c, inner)
 	}
 	return d.process(r, c, inner)
 }
 
+// lines are the pane's title lines and its scrolling lines for a row.
+func (d detail) lines(r *row, c *rowCtx, w int) ([]string, []string) {
+	inner := max(w-4, 1) // border and padding
+	title, lines := d.content(r, c, inner)
+	return strings.Split(ansi.Hardwrap(format.Printable(title), inner, true), "\n"), lines
+}
+
 // height is how many rows the pane needs for a row, border included.
 func (d detail) height(r *row, c *rowCtx, w int) int {
-	_, lines := d.content(r, c, max(w-4, 1))
-	return len(lines) + 3
+	title, lines := d.lines(r, c, w)
+	return len(title) + len(lines) + 2
+}
+
+// follow starts the pane at its top when the selection moves to another
+// row.
+func (d *detail) follow(r *row) {
+	k := rowKey{}
+	if r != nil {
+		k = r.key
+	}
+	if k != d.key {
+		d.key, d.offset = k, 0
+	}
+}
+
+// scroll moves the lines by n (clamped) in a pane of h rows.
+func (d *detail) scroll(r *row, c *rowCtx, w, h, n int) {
+	title, lines := d.lines(r, c, w)
+	d.offset = max(min(d.offset+n, len(lines)-(h-2-len(title))), 0)
 }
 
 // view draws the pane in exactly w×h cells, border included.
 func (d detail) view(r *row, c *rowCtx, w, h int) string {
-	inner := max(w-4, 1) // border and padding
-	title, lines := d.content(r, c, inner)
+	title, lines := d.lines(r, c, w)
 	body := h - 2
-	out := make([]string, 0, body)
-	out = append(out, d.styles.PaneTitle.Render(ansi.Truncate(format.Printable(title), inner, "…")))
-	for _, l := range lines {
-		if len(out) == body {
-			break
+	room := max(body-len(title), 1)
+	off := max(min(d.offset, len(lines)-room), 0)
+	win := slices.Clone(lines[off:min(off+room, len(lines))])
+	if off > 0 && len(win) > 1 {
+		win[0] = d.styles.DetailKey.Render(fmt.Sprintf("↑ %d more", off))
+	}
+	if below := len(lines) - off - len(win); below > 0 && len(win) > 1 {
+		hint := ""
+		if !d.focused {
+			hint = " (tab, then ↓)"
 		}
-		out = append(out, l)
+		win[len(win)-1] = d.styles.DetailKey.Render(fmt.Sprintf("↓ %d more%s", below+1, hint))
 	}
-	if len(lines)+1 > body && body > 1 {
-		out[body-1] = d.styles.DetailKey.Render("…")
+	out := make([]string, 0, body)
+	for _, t := range title {
+		out = append(out, d.styles.PaneTitle.Render(t))
 	}
-	return d.styles.Pane.Width(w - 2).Height(body).MaxHeight(h).Render(strings.Join(out, "\n"))
+	out = append(out, win...)
+	style := d.styles.Pane
+	if d.focused {
+		style = d.styles.PaneFocused
+	}
+	return style.Width(w - 2).Height(body).MaxHeight(h).Render(strings.Join(out[:min(len(out), body)], "\n"))
 }
 
 // kv formats one "key  value" line, wrapping the value under itself.
 func (d detail) kv(k, v string, inner int) []string {
+	return d.kvWrapped(k, v, inner, wrapValue)
+}
+
+// kvArgv is kv for a command line: it wraps at spaces only.
+func (d detail) kvArgv(k, v string, inner int) []string {
+	return d.kvWrapped(k, v, inner, wrapArgv)
+}
+
+func (d detail) kvWrapped(k, v string, inner int, wrap func(string, int) []string) []string {
 	v = format.Printable(v)
 	vw := max(inner-detailKeyW, 8)
-	wrapped := wrapValue(v, vw)
+	wrapped := wrap(v, vw)
 	out := make([]string, 0, len(wrapped))
 	for i, part := range wrapped {
 		key := ""
@@ -119,6 +166,50 @@ func wrapValue(v string, w int) []string {
 	return strings.Split(out, "\n")
 }
 
+// wrapArgv wraps a command line to lines of at most w cells at its spaces
+// only: a flag (--unshare-ipc) or a hyphenated name stays whole on a
+// line, and only a word longer than a line is cut.
+func wrapArgv(v string, w int) []string {
+	const nbHyphen = "\u2011"
+	if strings.Contains(v, nbHyphen) {
+		return wrapValue(v, w)
+	}
+	out := ansi.Hardwrap(ansi.Wordwrap(strings.ReplaceAll(v, "-", nbHyphen), w, ""), w, true)
+	return strings.Split(strings.ReplaceAll(out, nbHyphen, "-"), "\n")
+}
+
+// host describes the host group: how many processes are in no sandbox,
+// and which of them could be read only in part, with the fields that are
+// missing and why (as root that is the kernel's doing, often PID 1's exe
+// and cwd).
+func (d detail) host(r *row, c *rowCtx, inner int) []string {
+	var l []string
+	add := func(k, v string) { l = append(l, d.kv(k, v, inner)...) }
+	add("processes", fmt.Sprintf("%s in no sandbox on %s", format.Count(r.st.procs, "process", "processes"), format.Printable(c.view.Host)))
+	for _, p := range c.view.Unattributed {
+		if !p.Partial {
+			continue
+		}
+		var missing []string
+		if p.Exe == "" {
+			missing = append(missing, "exe")
+		}
+		if p.Cwd == "" {
+			missing = append(missing, "cwd")
+		}
+		if p.UID < 0 {
+			missing = append(missing, "uid")
+		}
+		what := "some fields"
+		if len(missing) > 0 {
+			what = strings.Join(missing, ", ")
+		}
+		add("unreadable", fmt.Sprintf("pid %d %s: %s not read; %s", p.PID, p.Comm, what, format.PartialNote()))
+	}
+	add("keys", "expand the group to see them; K on one tears down its subtree")
+	return l
+}
+
 func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []string) {
 	snap := c.view.Snapshot
 	var l []string
@@ -143,10 +234,10 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 	if sb.CgroupOnly {
 		rootText = "gone (no " + sb.Runtime + " shim or monitor left); oldest process left: " + rootText
 	}
-	add("root", rootText)
+	l = append(l, d.kvArgv("root", rootText, inner)...)
 	procs := strconv.Itoa(len(sb.Members))
 	if sb.Zombies > 0 {
-		procs += fmt.Sprintf(" (%d zombies)", sb.Zombies)
+		procs += " (" + format.Count(sb.Zombies, "zombie", "zombies") + ")"
 	}
 	add("processes", procs)
 	// What a teardown of it would do, worded as the confirmation and the
@@ -233,14 +324,14 @@ func (d detail) process(r *row, c *rowCtx, inner int) (string, []string) {
 	} else {
 		add("sandbox", "none: a host process")
 	}
-	add("argv", argvText(p))
+	l = append(l, d.kvArgv("argv", argvText(p), inner)...)
 	if p.Exe != "" {
 		add("exe", p.Exe)
 	}
 	if p.Cwd != "" {
 		add("cwd", p.Cwd)
 	}
-	add("state", fmt.Sprintf("%c (%s), %d threads, uid %s", p.State, format.State(p.State), p.Threads, uidText(c.users, p.UID)))
+	add("state", fmt.Sprintf("%c (%s), %s, uid %s", p.State, format.State(p.State), format.Count(p.Threads, "thread", "threads"), uidText(c.users, p.UID)))
 	add("ids", fmt.Sprintf("ppid %d, pgid %d, sid %d", p.PPID, p.PGID, p.SID))
 	add("nspid", nspid(p))
 	start := snap.StartTime(p)

@@ -66,7 +66,7 @@ func DefaultKeyMap() KeyMap {
 		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Faster:      key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Slower:      key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "slower")),
-		SwitchFocus: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus log/list")),
+		SwitchFocus: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "focus pane/list")),
 		Close:       key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close log")),
 		ShowHelp:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "more keys")),
 		CloseHelp:   key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "fewer keys"), key.WithDisabled()),
@@ -166,6 +166,8 @@ func (k inputKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHe
 // confirmKeys drive the kill confirmation.
 type confirmKeys struct {
 	Yes, No, Strategy, Focus, Press key.Binding
+	// Up, Down, PageUp and PageDown scroll the list of targets.
+	Up, Down, PageUp, PageDown key.Binding
 }
 
 func newConfirmKeys(typed bool) confirmKeys {
@@ -175,6 +177,10 @@ func newConfirmKeys(typed bool) confirmKeys {
 		Strategy: key.NewBinding(key.WithKeys("t", "ctrl+t"), key.WithHelp("t", "graceful/immediate")),
 		Focus:    key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "focus")),
 		Press:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "press")),
+		Up:       key.NewBinding(key.WithKeys("up"), key.WithHelp("↑↓ pgup pgdn", "scroll")),
+		Down:     key.NewBinding(key.WithKeys("down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown")),
 	}
 	if typed {
 		// Letters go to the text field, so only control keys act.
@@ -189,7 +195,15 @@ func newConfirmKeys(typed bool) confirmKeys {
 }
 
 func (k confirmKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Yes, k.No, k.Strategy, k.Focus, k.Press}
+	return []key.Binding{k.Yes, k.No, k.Up, k.Strategy, k.Focus, k.Press}
+}
+
+// scrollable enables the scroll keys (and their help) only when the list
+// of targets is longer than its window.
+func (k *confirmKeys) scrollable(on bool) {
+	for _, b := range []*key.Binding{&k.Up, &k.Down, &k.PageUp, &k.PageDown} {
+		b.SetEnabled(on)
+	}
 }
 
 func (k confirmKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }

@@ -192,7 +192,7 @@ func (p *teardownPanel) view() string {
 	case p.running > 0:
 		title = p.spin.View() + " teardown running"
 	case p.failed > 0:
-		title = fmt.Sprintf("teardown finished, %d failed steps", p.failed)
+		title = "teardown finished, " + format.Count(p.failed, "failed step", "failed steps")
 	default:
 		title = "teardown finished"
 	}

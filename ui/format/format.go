@@ -5,9 +5,10 @@ package format
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandtop/sandtop/model/words"
 )
 
 // Bytes renders a size with a binary unit: 512B, 12.3K, 4.0M, 1.2G.
@@ -73,10 +74,7 @@ func CPUTime(sec float64) string {
 	return fmt.Sprintf("%dh%02d:%02d", s/3600, s%3600/60, s%60)
 }
 
-// Count spells n things: "1 process", "3 processes", "0 processes".
-func Count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
+// Count spells n things: "1 process", "3 processes", "0 processes". It
+// is words.Count, the one helper every count goes through, under the name
+// the screen and the commands call it by.
+func Count(n int, one, many string) string { return words.Count(n, one, many) }

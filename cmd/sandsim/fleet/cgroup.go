@@ -121,7 +121,7 @@ func openHierarchy(mount, mountRoot, self, name string) (*hierarchy, error) {
 
 func (h *hierarchy) probe(home string) error {
 	if err := os.Mkdir(h.top, 0o755); err != nil {
-		return fmt.Errorf("mkdir %s: %w", h.top, err)
+		return fmt.Errorf("fleet cgroup: %w", err)
 	}
 	h.made = append(h.made, h.top)
 	probe := filepath.Join(h.top, "probe")
@@ -154,7 +154,7 @@ func (h *hierarchy) mkdir(rel string) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("mkdir cgroup %s: %w", dir, err)
+			return "", fmt.Errorf("sandbox cgroup: %w", err)
 		}
 		h.made = append(h.made, dir)
 	}

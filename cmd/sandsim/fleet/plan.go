@@ -265,7 +265,7 @@ func (b *builder) leaf(role, name string, args ...string) (*leaf, error) {
 func (b *builder) mkdir(bp *boxPlan, rel string) (string, error) {
 	dir := filepath.Join(b.env.base, filepath.FromSlash(rel))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("mkdir %s: %w", dir, err)
+		return "", fmt.Errorf("sandbox directory: %w", err)
 	}
 	if bp != nil && !b.dirs[dir] {
 		bp.m.Dirs = append(bp.m.Dirs, dir)
@@ -281,7 +281,7 @@ func (b *builder) socket(rel string) (string, error) {
 		return "", fmt.Errorf("socket path %s is longer than %d bytes; use a shorter Options.Dir", p, maxSocketPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", fmt.Errorf("mkdir %s: %w", filepath.Dir(p), err)
+		return "", fmt.Errorf("socket directory: %w", err)
 	}
 	return p, nil
 }

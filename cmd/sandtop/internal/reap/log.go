@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -96,7 +97,7 @@ func (e Entry) Text() string {
 		b.WriteString("; " + verb + ": " + e.Plan)
 	}
 	if e.Result != nil {
-		fmt.Fprintf(&b, "; %d killed, %d already gone, %d survivors, %d failed steps", e.Result.Killed, e.Result.AlreadyGone, len(e.Result.Survivors), e.Result.Failed)
+		fmt.Fprintf(&b, "; %d killed, %d already gone, %s, %s", e.Result.Killed, e.Result.AlreadyGone, words.Count(len(e.Result.Survivors), "survivor", "survivors"), words.Count(e.Result.Failed, "failed step", "failed steps"))
 	}
 	for _, f := range e.Failures {
 		b.WriteString("; FAIL " + f)
