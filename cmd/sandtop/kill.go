@@ -182,7 +182,7 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 
 	emit := lineEmitter(lout, theme.New(lipgloss.NewRenderer(out)))
 	if asJSON {
-		enc := json.NewEncoder(lout)
+		enc := json.NewEncoder(jsonSafe(lout))
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
 	}
 	runCtx := teardown.WithHurry(ctx, hurry)
@@ -245,7 +245,7 @@ type planMember struct {
 }
 
 func writePlansJSON(w io.Writer, plans []*teardown.Plan) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(jsonSafe(w))
 	for _, p := range plans {
 		f := p.Facts()
 		doc := planJSON{Plan: p.Target, Key: p.Key, Runtime: p.Runtime,

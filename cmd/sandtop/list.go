@@ -52,7 +52,7 @@ resident memory, age and badges (orphan, zombie, paused).`,
 			}
 			out := cmd.OutOrStdout()
 			if o.json {
-				return v.EncodeDocument(out, o.all)
+				return v.EncodeDocument(jsonSafe(out), o.all)
 			}
 			if f, ok := out.(*os.File); ok && !o.wide && term.IsTerminal(f.Fd()) {
 				if w, _, err := term.GetSize(f.Fd()); err == nil {

@@ -114,7 +114,11 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 			format = "text"
 		}
 	}
-	logger, err := reap.NewLogger(out, format)
+	logOut := out
+	if format == "json" {
+		logOut = jsonSafe(out)
+	}
+	logger, err := reap.NewLogger(logOut, format)
 	if err != nil {
 		return usageErr(err)
 	}
