@@ -62,6 +62,14 @@ func (c *listenerCache) read(procRoot string) (map[string]bool, error) {
 // socket names are printed with a leading "@" (and "@" for each NUL).
 func parseUnixListeners(data []byte) (map[string]bool, error) {
 	listeners := map[string]bool{}
+	err := eachUnixListener(data, func(_, path []byte) { listeners[string(path)] = true })
+	return listeners, err
+}
+
+// eachUnixListener calls fn with the inode and the path of each listening
+// socket in the text of /proc/net/unix (see parseUnixListeners); inode is
+// nil in the old layout without that column.
+func eachUnixListener(data []byte, fn func(inode, path []byte)) error {
 	header, rest, _ := bytes.Cut(data, []byte("\n"))
 	// proc(5) documents the file without Inode; every kernel since 2.6 has it,
 	// but an old layout costs one check.
@@ -75,18 +83,22 @@ func parseUnixListeners(data []byte) (map[string]bool, error) {
 		}
 		fields, tail := splitFields(line, fixed)
 		if len(fields) < fixed {
-			return nil, fmt.Errorf("short line %q", line)
+			return fmt.Errorf("short line %q", line)
 		}
 		flags, err := strconv.ParseUint(string(fields[3]), 16, 32)
 		if err != nil {
-			return nil, fmt.Errorf("flags in %q: %w", line, err)
+			return fmt.Errorf("flags in %q: %w", line, err)
 		}
 		if flags&soAcceptCon == 0 || len(tail) < 2 || tail[0] != ' ' {
 			continue
 		}
-		listeners[string(tail[1:])] = true
+		var inode []byte
+		if fixed == 7 {
+			inode = fields[6]
+		}
+		fn(inode, tail[1:])
 	}
-	return listeners, nil
+	return nil
 }
 
 // splitFields returns the first n blank-separated fields of line and the

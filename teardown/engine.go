@@ -69,6 +69,9 @@ func New(o Options) (*Engine, error) {
 // and kernel threads; plans should be made with it.
 func (e *Engine) Protected() map[int]bool { return e.protected }
 
+// ProcRoot is the procfs the engine reads; plans should be made with it.
+func (e *Engine) ProcRoot() string { return e.procRoot }
+
 // run is the state of one teardown.
 type run struct {
 	e     *Engine

@@ -1,6 +1,7 @@
 package teardown
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -94,6 +95,9 @@ type PlanOptions struct {
 	// Protected holds pids that must never be signalled besides PID 1 and
 	// kernel threads: sandtop itself and its ancestors (SelfAndAncestors).
 	Protected map[int]bool
+	// ProcRoot is where a subtree's processes' sockets are read, to find a
+	// supervisor known by the socket it listens on ("/proc" when empty).
+	ProcRoot string
 }
 
 // PlanSandbox plans the teardown of one sandbox of v.
@@ -169,6 +173,9 @@ func PlanSubtree(v *model.View, pid int, o PlanOptions) (*Plan, error) {
 	if err := refuseAll(v, pre, o.Protected); err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
+	if err := refuseDependedOn(v, pre, cmp.Or(o.ProcRoot, "/proc")); err != nil {
+		return nil, fmt.Errorf("pid %d: %w", pid, err)
+	}
 	p := &Plan{
 		Target:         fmt.Sprintf("pid %d", pid),
 		Runtime:        "-",
@@ -201,10 +208,10 @@ func (p *Plan) setOptions(o PlanOptions) {
 // signal, or the supervisor of any sandbox: the operator should kill the
 // sandbox, not the runner that owns it.
 func refuseAll(v *model.View, ms []*model.Member, protected map[int]bool) error {
-	supervisors := map[int]string{}
+	supervised := map[int]bool{}
 	for _, sb := range v.Sandboxes {
 		if sb.Supervisor != nil {
-			supervisors[sb.Supervisor.PID] = sb.ID
+			supervised[sb.Supervisor.PID] = true
 		}
 	}
 	for _, m := range ms {
@@ -214,11 +221,74 @@ func refuseAll(v *model.View, ms []*model.Member, protected map[int]bool) error 
 		if protected[m.PID] {
 			return &RefusedError{PID: m.PID, Comm: m.Comm, Reason: ReasonAncestor}
 		}
-		if id, ok := supervisors[m.PID]; ok {
-			return &RefusedError{PID: m.PID, Comm: m.Comm, Reason: ReasonSupervisor, Detail: "supervisor of sandbox " + id + ": kill the sandbox, not its runner"}
+		if supervised[m.PID] {
+			return refuseSupervisor(v, m.Process, v.DependOn(m.Process, nil), "")
 		}
 	}
 	return nil
+}
+
+// refuseDependedOn rejects a process subtree that holds a process live
+// sandboxes depend on beyond what refuseAll sees: a supervisor known by
+// the socket it listens on (containerd, behind its shims' -address; the
+// shims are PPID 1, so no ancestry leads there) and any runtime daemon,
+// whether or not a sandbox of it runs now. A sandbox's own members are
+// not asked: a container that runs a containerd of its own is torn down
+// as a sandbox, whole.
+func refuseDependedOn(v *model.View, ms []*model.Member, procRoot string) error {
+	sockets := false
+	for _, sb := range v.Sandboxes {
+		sockets = sockets || sb.SupervisorSocket() != ""
+	}
+	for _, m := range ms {
+		var listens []string
+		if sockets {
+			// Unreadable descriptors (another user's process, without
+			// root) leave the daemon test; such a process cannot be
+			// signalled without root either.
+			listens, _ = proc.ListeningUnixSockets(procRoot, m.PID)
+		}
+		deps := v.DependOn(m.Process, listens)
+		d, daemon := model.DaemonOf(m.Process)
+		if len(deps) == 0 && !daemon {
+			continue
+		}
+		what := ""
+		if daemon {
+			what = "runtime daemon " + d.Name
+		}
+		return refuseSupervisor(v, m.Process, deps, what)
+	}
+	return nil
+}
+
+// maxDependents bounds the sandboxes a refusal names.
+const maxDependents = 5
+
+// refuseSupervisor is the refusal of p, which the sandboxes deps depend on
+// (what is "" for a supervisor that is no runtime daemon), naming them.
+func refuseSupervisor(v *model.View, p *proc.Process, deps []*model.Sandbox, what string) error {
+	names := make([]string, 0, maxDependents)
+	for _, sb := range deps[:min(len(deps), maxDependents)] {
+		names = append(names, v.FullName(sb))
+	}
+	if n := len(deps) - maxDependents; n > 0 {
+		names = append(names, fmt.Sprintf("and %d more", n))
+	}
+	var detail string
+	switch {
+	case what == "" && len(deps) == 1:
+		detail = "supervisor of sandbox " + names[0] + ": kill the sandbox, not its supervisor"
+	case what == "":
+		detail = fmt.Sprintf("supervisor of %d sandboxes (%s): kill the sandboxes, not their supervisor", len(deps), strings.Join(names, ", "))
+	case len(deps) == 0:
+		detail = what + ", which sandboxes depend on (none of them runs now): stop it through its service manager, not sandtop"
+	case len(deps) == 1:
+		detail = what + ", which sandbox " + names[0] + " depends on: kill the sandbox, not the daemon"
+	default:
+		detail = fmt.Sprintf("%s, which %d sandboxes depend on (%s): kill the sandboxes, not the daemon", what, len(deps), strings.Join(names, ", "))
+	}
+	return &RefusedError{PID: p.PID, Comm: p.Comm, Reason: ReasonSupervisor, Detail: detail}
 }
 
 // Strategy describes how the processes will be stopped.

@@ -418,3 +418,74 @@ func TestKillNeverTakesARuntimeName(t *testing.T) {
 		}
 	}
 }
+
+// TestKillRefusesSupervisors: every kind of process the presets know live
+// sandboxes depend on is refused as a --pid target (exit 2), and the
+// refusal names the sandboxes that depend on it: the vm0 runner (an
+// ancestor), containerd and the Cubelet (listeners on the shims'
+// -address), and runtime daemons known by name, with or without a sandbox
+// of theirs running. The screen plans a process row through the same
+// planner (TestScreenRefusesSupervisors).
+func TestKillRefusesSupervisors(t *testing.T) {
+	m := fleettest.Start(t, fleet.Spec{
+		Sandboxes: []fleet.SandboxSpec{
+			{Name: "vm", Runtime: fleet.VM0},
+			{Name: "ctr", Runtime: fleet.Containerd},
+			{Name: "dock", Runtime: fleet.Docker},
+			{Name: "cube", Runtime: fleet.Cube},
+		},
+		Bystanders: []fleet.BystanderSpec{
+			{Role: "dockerd", Argv: []string{"dockerd", "-H", "fd://"}},
+			{Role: "kubelet", Argv: []string{"kubelet", "--config", "/var/lib/kubelet/config.yaml"}},
+			{Role: "crio", Argv: []string{"crio"}},
+			{Role: "podman-service", Argv: []string{"podman", "system", "service", "--time", "0"}},
+			{Role: "machined", Argv: []string{"systemd-machined"}},
+		},
+	}).Manifest()
+	bystander := func(role string) int {
+		for _, p := range m.Bystanders {
+			if p.Role == role {
+				return p.PID
+			}
+		}
+		t.Fatalf("no bystander %s", role)
+		return 0
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	for _, tc := range []struct {
+		name string
+		pid  int
+		want []string
+	}{
+		{"vm0 runner", m.Sandbox("vm").Supervisor.PID, []string{"supervisor of sandbox " + m.Sandbox("vm").ID}},
+		{"containerd", m.Sandbox("ctr").Supervisor.PID, []string{"runtime daemon containerd", m.Sandbox("ctr").ID, m.Sandbox("dock").ID}},
+		{"cubelet", m.Sandbox("cube").Supervisor.PID, []string{"runtime daemon cubelet", m.Sandbox("cube").ID}},
+		{"dockerd", bystander("dockerd"), []string{"runtime daemon dockerd", m.Sandbox("dock").ID}},
+		{"kubelet", bystander("kubelet"), []string{"runtime daemon kubelet"}},
+		{"cri-o", bystander("crio"), []string{"runtime daemon cri-o"}},
+		{"podman system service", bystander("podman-service"), []string{"runtime daemon podman system service"}},
+		{"systemd-machined", bystander("machined"), []string{"runtime daemon systemd-machined"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := sandtop(t, "kill", "--force", "--grace", "0", "--audit-log", audit, "--pid", strconv.Itoa(tc.pid))
+			if code != exitUsage || !strings.Contains(errOut, "refused pid "+strconv.Itoa(tc.pid)) {
+				t.Fatalf("kill --pid %d (%s): exit %d\nstdout %s\nstderr %s", tc.pid, tc.name, code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("the refusal does not say %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+	for _, sb := range m.Sandboxes {
+		for _, p := range append(sb.Processes, *sb.Supervisor) {
+			if !alive(p.Identity) && p.Role != fleet.RoleZombie {
+				t.Errorf("%s: %d %s is gone", sb.Name, p.PID, p.Comm)
+			}
+		}
+	}
+	if _, err := os.Stat(audit); err == nil {
+		t.Error("a refused kill wrote an audit record")
+	}
+}

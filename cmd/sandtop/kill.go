@@ -293,6 +293,7 @@ func (l *lossyWriter) failed() error {
 // unknown ID or ambiguous prefix fails the whole command.
 func makePlans(v *model.View, eng *teardown.Engine, o *killOpts, args []string) ([]*teardown.Plan, error) {
 	po := teardown.PlanOptions{Grace: o.grace, Deadline: o.deadline, Protected: eng.Protected()}
+	po.ProcRoot = eng.ProcRoot()
 	var plans []*teardown.Plan
 	seen := map[string]bool{}
 	for _, a := range args {

@@ -204,40 +204,90 @@ func assertTornDownAndAudited(t *testing.T, sb *fleet.Sandbox, audit string) {
 // that it is too small, and presses K then y: nothing is signalled and the
 // audit log is not written. Back at a usable size the screen is as it was.
 func TestTUIKeysWhileTooSmall(t *testing.T) {
-	skipUnlessTmuxFleet(t)
-	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
-		{Name: "small", Runtime: fleet.Containerd},
-	}}).Manifest()
-	sb := m.Sandbox("small")
-	bin := sandtopBinary(t)
-	dir := t.TempDir()
-	audit := filepath.Join(dir, "audit.jsonl")
-	session := "sandtop-small-" + strconv.Itoa(os.Getpid())
-	tm := newTmux(t, dir)
-	tmux := func(args ...string) { t.Helper(); tm.run(args...) }
-	tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "40", "exec "+bin+" --grace 0 --audit-log "+audit)
-	waitScreen(t, tm.sock, session, " sandbox")
-	tmux("send-keys", "-t", session, "/", "id:"+sb.ID[:16], "Enter")
-	waitScreen(t, tm.sock, session, "1 of")
-	tmux("resize-window", "-t", session, "-x", "20", "-y", "5")
-	waitScreen(t, tm.sock, session, "too small")
-	tmux("send-keys", "-t", session, "K")
+	s := startLiveScreen(t, 150, 40)
+	s.keys("/", "id:"+s.sb.ID[:16], "Enter")
+	s.wait("1 of")
+	s.tm.run("resize-window", "-t", s.session, "-x", "20", "-y", "5")
+	s.wait("too small")
+	s.keys("K")
 	time.Sleep(time.Second) // room for a plan to come back, were one asked for
-	tmux("send-keys", "-t", session, "y")
-	tmux("send-keys", "-t", session, "Enter")
+	s.keys("y")
+	s.keys("Enter")
 	time.Sleep(2 * time.Second)
-	for _, p := range sb.Processes {
+	for _, p := range s.sb.Processes {
 		if !alive(p.Identity) && p.Role != fleet.RoleZombie {
 			t.Errorf("%d %s (%s) was signalled from a screen that showed nothing", p.PID, p.Comm, p.Role)
 		}
 	}
-	if _, err := os.Stat(audit); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the audit log was written (%v)", err)
-	}
-	tmux("resize-window", "-t", session, "-x", "150", "-y", "40")
-	screen := waitScreen(t, tm.sock, session, "1 of")
-	if strings.Contains(screen, "Tear down") {
+	s.noAudit()
+	s.tm.run("resize-window", "-t", s.session, "-x", "150", "-y", "40")
+	if screen := s.wait("1 of"); strings.Contains(screen, "Tear down") {
 		t.Errorf("a confirmation opened while the screen was too small:\n%s", screen)
+	}
+}
+
+// TestScreenRefusesSupervisors: in the live screen, in a real terminal
+// (tmux), K on the host group's containerd row (the supervisor of the
+// fleet's containers, known by the socket it listens on) opens no
+// confirmation: the status line says it is refused and names a sandbox
+// that depends on it, and nothing is signalled.
+func TestScreenRefusesSupervisors(t *testing.T) {
+	s := startLiveScreen(t, 250, 30)
+	sup := s.sb.Supervisor
+	s.keys("a", "/", "pid:"+strconv.Itoa(sup.PID), "Enter")
+	s.wait("(host)")
+	s.keys("g", "l", "j")
+	s.wait("containerd")
+	s.keys("K")
+	screen := s.wait("refused pid " + strconv.Itoa(sup.PID))
+	if !strings.Contains(screen, "runtime daemon containerd") || strings.Contains(screen, "Tear down pid") {
+		t.Errorf("the screen does not refuse containerd as a target:\n%s", screen)
+	}
+	if !alive(sup.Identity) {
+		t.Error("containerd was signalled")
+	}
+	s.noAudit()
+}
+
+// liveScreen is sandtop's live screen in a tmux window of its own, on a
+// fleet of one containerd sandbox, with an audit log of the test's.
+type liveScreen struct {
+	t       *testing.T
+	sb      *fleet.Sandbox
+	tm      *tmuxServer
+	session string
+	audit   string
+}
+
+func startLiveScreen(t *testing.T, w, h int) *liveScreen {
+	t.Helper()
+	skipUnlessTmuxFleet(t)
+	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "ctr", Runtime: fleet.Containerd}}}).Manifest()
+	bin := sandtopBinary(t)
+	dir := t.TempDir()
+	s := &liveScreen{t: t, sb: m.Sandbox("ctr"), tm: newTmux(t, dir), session: "sandtop-live-" + strconv.Itoa(os.Getpid()),
+		audit: filepath.Join(dir, "audit.jsonl")}
+	s.tm.run("new-session", "-d", "-s", s.session, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), "exec "+bin+" --grace 0 --audit-log "+s.audit)
+	s.wait(" sandbox")
+	return s
+}
+
+func (s *liveScreen) keys(keys ...string) {
+	s.t.Helper()
+	s.tm.run(append([]string{"send-keys", "-t", s.session}, keys...)...)
+}
+
+func (s *liveScreen) wait(want string) string {
+	s.t.Helper()
+	return waitScreen(s.t, s.tm.sock, s.session, want)
+}
+
+// noAudit fails the test when the audit log was written: nothing was torn
+// down.
+func (s *liveScreen) noAudit() {
+	s.t.Helper()
+	if _, err := os.Stat(s.audit); !errors.Is(err, os.ErrNotExist) {
+		s.t.Errorf("the audit log was written (%v)", err)
 	}
 }
 

@@ -39,6 +39,7 @@ func newEngineKiller(eng *teardown.Engine, deadline time.Duration, audit string)
 // older view.
 func (k *engineKiller) Plan(v *model.View, t ui.Target, grace time.Duration) (*teardown.Plan, error) {
 	o := teardown.PlanOptions{Grace: grace, Deadline: k.deadline, Protected: k.eng.Protected()}
+	o.ProcRoot = k.eng.ProcRoot()
 	if t.Sandbox != "" {
 		sb := v.Sandbox(t.Sandbox)
 		if sb == nil {

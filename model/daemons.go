@@ -1,0 +1,96 @@
+package model
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// Daemon is a runtime's long-lived service: what that runtime's sandboxes
+// depend on without it being a member of any of them. Tearing one down as
+// a process tree takes every sandbox it serves with it (killing containerd
+// turns each of its containers into an orphan at once), so a daemon is
+// never a target of its own: kill the sandboxes, or stop the service
+// through its init system.
+type Daemon struct {
+	// Name is the daemon's usual name, for messages.
+	Name string
+	// Exe is matched against argv[0], then against the exe path.
+	Exe *regexp.Regexp
+	// Argv, when set, must match argv joined by single spaces too (podman
+	// is a daemon only as `podman system service`).
+	Argv *regexp.Regexp
+	// Runtimes are the runtimes (rule names) whose sandboxes it serves.
+	Runtimes []string
+	// Doc cites where the shape comes from.
+	Doc string
+}
+
+// Daemons returns the runtime daemons the presets know. Read-only.
+var Daemons = sync.OnceValue(func() []Daemon {
+	re := regexp.MustCompile
+	return []Daemon{
+		{Name: "containerd", Exe: re(`(?:^|/)containerd$`), Runtimes: []string{"containerd", "docker", "kata", "gvisor", "kubernetes", "runc"},
+			Doc: "containerd, behind every shim's -address: containerd/containerd cmd/containerd"},
+		{Name: "dockerd", Exe: re(`(?:^|/)dockerd$`), Runtimes: []string{"docker"},
+			Doc: "the Docker daemon, which runs its containers through containerd's namespace moby: moby/moby cmd/dockerd"},
+		{Name: "cubelet", Exe: re(`(?:^|/)[Cc]ubelet$`), Runtimes: []string{"cube"},
+			Doc: "CubeSandbox's Cubelet, behind containerd-shim-cube-rs -address: TencentCloud/CubeSandbox Cubelet/services/cubebox/local.go"},
+		{Name: "kubelet", Exe: re(`(?:^|/)kubelet$`), Runtimes: []string{"kubernetes"},
+			Doc: "the Kubernetes node agent, which owns every pod cgroup: kubernetes/kubernetes cmd/kubelet"},
+		{Name: "cri-o", Exe: re(`(?:^|/)crio$`), Runtimes: []string{"kubernetes", "cri-o"},
+			Doc: "CRI-O, conmon's parent for Kubernetes pods: cri-o/cri-o cmd/crio"},
+		{Name: "podman system service", Exe: re(`(?:^|/)podman$`), Argv: re(`(?:^| )system service(?: |$)`), Runtimes: []string{"podman"},
+			Doc: "podman's API service, the parent of the conmons of the containers it starts: containers/podman cmd/podman/system/service.go"},
+		{Name: "systemd-machined", Exe: re(`(?:^|/)systemd-machined$`), Runtimes: []string{"machine", "nspawn"},
+			Doc: "systemd's machine registry, which owns machine.slice/machine-<name>.scope: systemd/systemd src/machine/machined.c"},
+		{Name: "libvirtd", Exe: re(`(?:^|/)(?:libvirtd|virtqemud)$`), Runtimes: []string{"machine"},
+			Doc: "libvirt's daemons, the parents of the QEMU machines they register: libvirt/libvirt src/remote/remote_daemon.c"},
+	}
+})
+
+// DaemonOf returns the runtime daemon p is, if it is one.
+func DaemonOf(p *proc.Process) (Daemon, bool) {
+	exe := strings.TrimSuffix(p.Exe, deletedSuffix)
+	for _, d := range Daemons() {
+		if !(len(p.Argv) > 0 && d.Exe.MatchString(p.Argv[0]) || exe != "" && d.Exe.MatchString(exe)) {
+			continue
+		}
+		if d.Argv == nil || d.Argv.MatchString(strings.Join(p.Argv, " ")) {
+			return d, true
+		}
+	}
+	return Daemon{}, false
+}
+
+// SupervisorSocket is the unix socket whose listener is the sandbox's live
+// supervisor (containerd's, behind a shim's -address), "" when it has none
+// or the supervisor is not known to be alive.
+func (s *Sandbox) SupervisorSocket() string {
+	if !s.Supervised {
+		return ""
+	}
+	return s.socket
+}
+
+// DependOn lists the live sandboxes that depend on p: those whose
+// supervisor p is (an ancestor that a rule names), those whose supervisor
+// socket is one of listens (the unix sockets p listens on), and, when p is
+// a runtime daemon, every sandbox of the runtimes it serves. A process
+// any sandbox depends on is no target of its own.
+func (v *View) DependOn(p *proc.Process, listens []string) []*Sandbox {
+	d, daemon := DaemonOf(p)
+	var out []*Sandbox
+	for _, sb := range v.Sandboxes {
+		switch {
+		case sb.Supervisor != nil && sb.Supervisor.PID == p.PID && sb.Supervisor.Start == p.Start,
+			sb.SupervisorSocket() != "" && slices.Contains(listens, sb.SupervisorSocket()),
+			daemon && len(sb.Members) > 0 && slices.Contains(d.Runtimes, sb.Runtime):
+			out = append(out, sb)
+		}
+	}
+	return out
+}
