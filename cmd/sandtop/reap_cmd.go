@@ -34,6 +34,9 @@ type reapOpts struct {
 	listen    string
 	logFormat string
 	audit     string
+	stateDir  string
+	quarAfter int
+	retryQuar bool
 }
 
 // defaultSelects is the reaper's selection when none is given: orphans and
@@ -61,6 +64,12 @@ would be done and why ("orphan for 2m of 10m"). With --apply each teardown
 goes through the same engine as kill, with an audit record carrying the
 reaper's reason. --apply is refused for a selection not restricted by a
 badge, and with --for under 1m unless --once.
+
+A sandbox whose teardown failed --quarantine-after times in a row (default
+3) with the same evidence is quarantined: logged with its last error and not
+tried again until its evidence changes or --retry-quarantined; the count
+and the quarantine are kept in --state-dir across runs, so reap --once from
+a timer quarantines as the long-running reaper does.
 
 --select takes the live screen's filter language and may be repeated: a
 sandbox is selected when any of them matches. One JSON line (or text line)
@@ -96,6 +105,9 @@ lets a running teardown finish, then exits.`,
 	addrFlag(f, &o.listen, "listen", "", "serve Prometheus metrics on this address (/metrics)")
 	choiceFlag(f, &o.logFormat, "log-format", "", []string{"text", "json"}, "json or text (default: text on a terminal, json otherwise)")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
+	f.StringVar(&o.stateDir, "state-dir", reap.DefaultStateDir, "keep the quarantine's state (failed teardowns) here, across runs")
+	intFlag(f, &o.quarAfter, "quarantine-after", reap.DefaultQuarantineAfter, 1, 1000, "quarantine a sandbox whose teardown failed this many times in a row with the same evidence")
+	f.BoolVar(&o.retryQuar, "retry-quarantined", false, "give each quarantined sandbox one more try (one more failure quarantines it again)")
 	return cmd
 }
 
@@ -191,6 +203,7 @@ func (o *reapOpts) config() (reap.Config, error) {
 		Policy: reap.Policy{For: o.forD, MinAge: o.minAge, Max: o.max},
 		Texts:  texts, Interval: o.interval, Once: o.once, Apply: o.apply,
 		Grace: o.grace, Deadline: o.deadline, AuditPath: o.audit,
+		StateDir: o.stateDir, QuarantineAfter: o.quarAfter, RetryQuarantined: o.retryQuar,
 	}
 	if cfg.AuditPath == "" {
 		cfg.AuditPath = teardown.DefaultAuditPath()

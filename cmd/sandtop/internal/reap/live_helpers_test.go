@@ -155,6 +155,9 @@ func newHarness(t *testing.T, cfg Config, rules model.Rules) *harness {
 	if cfg.AuditPath == "" {
 		cfg.AuditPath = h.audit
 	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = t.TempDir()
+	}
 	if cfg.Grace == 0 {
 		cfg.Grace = time.Second
 	}

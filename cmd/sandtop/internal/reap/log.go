@@ -26,7 +26,7 @@ type Entry struct {
 	Badges   []model.Badge `json:"badges"`
 	Identity string        `json:"identity"`
 	// Action is what was decided or done: would-reap (dry run), reaped,
-	// failed, wait, defer, skip.
+	// failed, quarantined, wait, defer, skip.
 	Action string `json:"action"`
 	// Reason is the policy's verdict in words ("orphan for 2m of 10m, age
 	// 15m of 10m"), plus why a reap was skipped.
@@ -47,6 +47,9 @@ type Entry struct {
 	// Result is the teardown's outcome, and Failures its failed steps.
 	Result   *teardown.Totals `json:"result,omitempty"`
 	Failures []string         `json:"failures,omitempty"`
+	// Quarantine is the sandbox's record of failures once it is in
+	// quarantine.
+	Quarantine *Failures `json:"quarantine,omitempty"`
 }
 
 // Logger writes entries as JSON lines or as text lines.

@@ -6,9 +6,10 @@ import (
 
 // Metrics are the reaper's own Prometheus series.
 type Metrics struct {
-	teardowns  *prometheus.CounterVec
-	skipped    *prometheus.CounterVec
-	candidates *prometheus.GaugeVec
+	teardowns   *prometheus.CounterVec
+	skipped     *prometheus.CounterVec
+	candidates  *prometheus.GaugeVec
+	quarantined *prometheus.GaugeVec
 }
 
 // NewMetrics makes the reaper's series; register Collectors() where they
@@ -21,18 +22,22 @@ func NewMetrics() *Metrics {
 		}, []string{"runtime", "result"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandtop_reaper_skipped_total",
-			Help: "Selected sandboxes the reaper did not tear down in a pass, by reason (for, min-age, max, dry-run, changed, refused, stopping).",
+			Help: "Selected sandboxes the reaper did not tear down in a pass, by reason (for, min-age, max, dry-run, changed, refused, stopping, quarantined).",
 		}, []string{"reason"}),
 		candidates: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sandtop_reaper_candidates",
 			Help: "Sandboxes the reaper's selection matched in its last pass, by runtime.",
+		}, []string{"runtime"}),
+		quarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sandtop_reaper_quarantined",
+			Help: "Sandboxes the reaper has quarantined (their teardown failed --quarantine-after times in a row under the same evidence; not tried again until it changes or --retry-quarantined), by runtime.",
 		}, []string{"runtime"}),
 	}
 }
 
 // Collectors are the series to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.teardowns, m.skipped, m.candidates}
+	return []prometheus.Collector{m.teardowns, m.skipped, m.candidates, m.quarantined}
 }
 
 func (m *Metrics) teardown(runtime string, ok bool) {
@@ -53,11 +58,21 @@ func (m *Metrics) skip(reason string) {
 }
 
 func (m *Metrics) setCandidates(byRuntime map[string]int) {
-	if m == nil {
-		return
+	if m != nil {
+		setByRuntime(m.candidates, byRuntime)
 	}
-	m.candidates.Reset()
+}
+
+func (m *Metrics) setQuarantined(byRuntime map[string]int) {
+	if m != nil {
+		setByRuntime(m.quarantined, byRuntime)
+	}
+}
+
+// setByRuntime sets g to exactly byRuntime's counts.
+func setByRuntime(g *prometheus.GaugeVec, byRuntime map[string]int) {
+	g.Reset()
 	for rt, n := range byRuntime {
-		m.candidates.WithLabelValues(rt).Set(float64(n))
+		g.WithLabelValues(rt).Set(float64(n))
 	}
 }

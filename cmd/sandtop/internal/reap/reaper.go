@@ -1,6 +1,7 @@
 package reap
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,13 @@ type Config struct {
 	Grace, Deadline time.Duration
 	// AuditPath is the audit log every teardown is appended to.
 	AuditPath string
+	// StateDir holds the quarantine's state (DefaultStateDir when "");
+	// QuarantineAfter is how many failed teardowns in a row quarantine a
+	// sandbox (DefaultQuarantineAfter when 0); RetryQuarantined releases
+	// the quarantined for one more try each.
+	StateDir         string
+	QuarantineAfter  int
+	RetryQuarantined bool
 }
 
 // Check refuses what would make the reaper unsafe: --apply with a
@@ -74,6 +82,7 @@ type Reaper struct {
 	src     *hostview.Source
 	eng     *teardown.Engine
 	tracker *Tracker
+	quar    *Quarantine
 	log     *Logger
 	metrics *Metrics
 	prev    *model.View
@@ -94,10 +103,21 @@ func New(cfg Config, rules model.Rules, sc *proc.Scanner, eng *teardown.Engine, 
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	after := cmp.Or(cfg.QuarantineAfter, DefaultQuarantineAfter)
+	q, err := LoadQuarantine(cmp.Or(cfg.StateDir, DefaultStateDir), after, cfg.RetryQuarantined)
+	if err != nil && cfg.Apply {
+		return nil, err
+	}
+	if err != nil {
+		// A dry run tears nothing down and saves nothing: a state it
+		// cannot read (not root) only hides what is quarantined.
+		q = &Quarantine{after: after, m: map[string]*Failures{}}
+	}
+	m.setQuarantined(q.ByRuntime())
 	return &Reaper{
 		cfg: cfg, rules: rules, eng: eng, log: log, metrics: m,
 		src:     hostview.NewSource(sc, rules, hostview.WalkEveryScan, nil),
-		tracker: NewTracker(cfg.Policy), now: time.Now,
+		tracker: NewTracker(cfg.Policy), quar: q, now: time.Now,
 	}, nil
 }
 
@@ -145,9 +165,20 @@ func (r *Reaper) Pass(ctx context.Context, stop <-chan struct{}, act bool) error
 	if !act {
 		return nil
 	}
+	// A sandbox no longer selected needs no memory of its failures.
+	seen := map[string]bool{}
+	for _, d := range decisions {
+		seen[d.Key] = true
+	}
+	r.quar.Keep(seen)
 	for _, d := range decisions {
 		e := r.entry(v, d)
+		q := r.quar.Blocked(d.Key, d.Identity)
 		switch {
+		case d.Action == Reap && q != nil:
+			e.Action, e.Quarantine = "quarantined", q
+			e.Reason += fmt.Sprintf("; quarantined since %s after %d failed teardowns (last: %s): not tried again until its evidence changes or --retry-quarantined", q.Since.UTC().Format(time.RFC3339), q.Count, q.LastError)
+			r.metrics.skip("quarantined")
 		case d.Action != Reap:
 			e.Action = string(d.Action)
 			r.metrics.skip(d.Skip)
@@ -167,6 +198,12 @@ func (r *Reaper) Pass(ctx context.Context, stop <-chan struct{}, act bool) error
 			e = r.reap(ctx, d, e)
 		}
 		r.log.Log(e)
+	}
+	r.metrics.setQuarantined(r.quar.ByRuntime())
+	if r.cfg.Apply {
+		if err := r.quar.Save(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -248,6 +285,16 @@ func (r *Reaper) reap(ctx context.Context, d Decision, e Entry) Entry {
 	if !t.OK() {
 		e.Action = "failed"
 		r.failed++
+		why := strings.Join(e.Failures, "; ")
+		if why == "" {
+			why = fmt.Sprintf("%d survivors", len(t.Survivors))
+		}
+		if f := r.quar.Failed(d.Key, d.ID, d.Runtime, d.Identity, why, r.now()); f.Quarantined() {
+			e.Quarantine = f
+			e.Reason += fmt.Sprintf("; failed %d times in a row: quarantined", f.Count)
+		}
+	} else {
+		r.quar.Succeeded(d.Key)
 	}
 	r.metrics.teardown(p.Runtime, t.OK())
 	rec := teardown.NewAuditRecord("reap", p, t)
