@@ -105,7 +105,7 @@ func runKill(ctx context.Context, g *globals, o *killOpts, args []string, in io.
 	if err != nil {
 		return err
 	}
-	eng, err := teardown.New(teardown.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Rules: rules, Scanner: sc})
+	eng, err := g.engine(rules, sc)
 	if err != nil {
 		return err
 	}
@@ -187,19 +187,12 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 	}
 	runCtx := teardown.WithHurry(ctx, hurry)
 	failed := false
+	runner := &teardown.Runner{Engine: eng, Via: "kill", Audit: auditPath, Reconcile: reconcile}
 	for _, p := range plans {
-		t := eng.Run(runCtx, p, emit)
-		failed = failed || !t.OK()
-		if reconcile && len(p.Reconcile) > 0 {
-			if !t.OK() {
-				emit(teardown.Event{Time: time.Now(), Sandbox: p.Target, Step: teardown.StepReconcile, Status: teardown.Skip,
-					Detail: "processes survive or a step failed: " + p.Runtime + " is not told"})
-			} else if ev := teardown.RunReconcile(ctx, p, emit); ev.Status == teardown.Fail {
-				failed = true
-			}
-		}
-		if err := teardown.AppendAudit(auditPath, teardown.NewAuditRecord("kill", p, t)); err != nil {
-			fmt.Fprintln(lerr, "sandtop: warning:", err)
+		res := runner.Run(runCtx, p, emit, "")
+		failed = failed || !res.OK()
+		if res.AuditErr != nil {
+			fmt.Fprintln(lerr, "sandtop: warning:", res.AuditErr)
 		}
 	}
 	if lout.failed() != nil {

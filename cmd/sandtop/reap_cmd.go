@@ -145,7 +145,7 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 		return err
 	}
 	defer sc.Close()
-	eng, err := teardown.New(teardown.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Rules: rules, Scanner: sc})
+	eng, err := g.engine(rules, sc)
 	if err != nil {
 		return err
 	}

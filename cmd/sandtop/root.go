@@ -14,6 +14,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
+	"github.com/sandtop/sandtop/teardown"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -241,7 +242,6 @@ func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	return hostview.Group(snap, rules), nil
 }
 
-
 // initCompletion makes cobra's completion command now, so it can carry an
 // example like every other command. It must run after SetOut: the command
 // keeps the writer it finds when it is made.
@@ -269,4 +269,16 @@ func initCompletion(root *cobra.Command) {
 			return usageErr(fmt.Errorf("no completion for %q: sandtop completes %s", args[0], strings.Join(shells, ", ")))
 		}
 	}
+}
+
+// engine makes the teardown engine of every command that kills (kill, the
+// screen, reap), on the host's roots. It verifies with the command's own
+// scanner: its cache is warm, so a verify round costs a steady refresh,
+// not a cold read of the host.
+func (g *globals) engine(rules model.Rules, sc *proc.Scanner) (*teardown.Engine, error) {
+	eng, err := teardown.New(teardown.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Rules: rules, Scanner: sc})
+	if err != nil {
+		return nil, fmt.Errorf("teardown engine: %w", err)
+	}
+	return eng, nil
 }

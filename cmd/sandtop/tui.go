@@ -79,9 +79,7 @@ func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui
 	if o.readOnly {
 		return opts, nil
 	}
-	// The engine verifies with the screen's own scanner: its cache is warm,
-	// so a verify round costs a steady refresh, not a cold read of the host.
-	eng, err := teardown.New(teardown.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Rules: rules, Scanner: sc})
+	eng, err := g.engine(rules, sc)
 	if err != nil {
 		return ui.Options{}, err
 	}

@@ -54,12 +54,10 @@ func (k *engineKiller) Plan(v *model.View, t ui.Target, grace time.Duration) (*t
 	return teardown.PlanSubtree(v, t.Process.PID, o)
 }
 
-// Run runs the plan on the engine and appends its audit record, whatever
-// the teardown came to.
+// Run runs the plan through the one teardown runner, which appends its
+// audit record whatever the teardown came to.
 func (k *engineKiller) Run(ctx context.Context, p *teardown.Plan, emit func(teardown.Event)) ui.Outcome {
-	o := ui.Outcome{Totals: k.eng.Run(ctx, p, emit), Audit: k.audit}
-	if k.audit != "" {
-		o.AuditErr = teardown.AppendAudit(k.audit, teardown.NewAuditRecord("tui", p, o.Totals))
-	}
-	return o
+	runner := teardown.Runner{Engine: k.eng, Via: "tui", Audit: k.audit}
+	res := runner.Run(ctx, p, emit, "")
+	return ui.Outcome{Totals: res.Totals, Audit: k.audit, AuditErr: res.AuditErr}
 }

@@ -275,11 +275,14 @@ func (r *Reaper) reap(ctx context.Context, d Decision, e Entry) Entry {
 	// The teardown is not given ctx's cancellation by SIGTERM (stop is a
 	// separate channel): once started it finishes its thaw, verify and
 	// audit record.
-	t := r.eng.Run(context.WithoutCancel(ctx), p, func(ev teardown.Event) {
+	runner := teardown.Runner{Engine: r.eng, Via: "reap", Audit: r.cfg.AuditPath}
+	reason := "reaper: " + e.Reason + "; " + e.Evidence + "; selection " + strings.Join(quoted(r.cfg.Texts), " or ")
+	res := runner.Run(context.WithoutCancel(ctx), p, func(ev teardown.Event) {
 		if ev.Status == teardown.Fail {
 			e.Failures = append(e.Failures, ev.Text())
 		}
-	})
+	}, reason)
+	t := res.Totals
 	e.Result = &t
 	e.Action = "reaped"
 	if !t.OK() {
@@ -297,10 +300,8 @@ func (r *Reaper) reap(ctx context.Context, d Decision, e Entry) Entry {
 		r.quar.Succeeded(d.Key)
 	}
 	r.metrics.teardown(p.Runtime, t.OK())
-	rec := teardown.NewAuditRecord("reap", p, t)
-	rec.Reason = "reaper: " + e.Reason + "; " + e.Evidence + "; selection " + strings.Join(quoted(r.cfg.Texts), " or ")
-	if err := teardown.AppendAudit(r.cfg.AuditPath, rec); err != nil {
-		e.Failures = append(e.Failures, "audit: "+err.Error())
+	if res.AuditErr != nil {
+		e.Failures = append(e.Failures, "audit: "+res.AuditErr.Error())
 	}
 	return e
 }
