@@ -73,7 +73,8 @@ const (
 	modeFilter
 	modeSearch
 	modeConfirm
-	modeJump // typing a time to jump to, in replay
+	modeJump     // typing a time to jump to, in replay
+	modeSortMenu // F6's menu of orders
 )
 
 // Model is the root model: it routes messages to the parts of the screen
@@ -104,7 +105,8 @@ type Model struct {
 	expanded   map[string]bool
 	tags       map[rowKey]bool
 	sort       sortKey
-	reverse    bool // the sort order inverted (htop's I)
+	sortPick   sortKey // the order the F6 menu points at
+	reverse    bool    // the sort order inverted (htop's I)
 	tree       bool
 	showHost   bool
 	filterQ    string
@@ -418,6 +420,8 @@ func (m *Model) helpView() string {
 	switch {
 	case m.mode == modeConfirm:
 		return footer(m.help, m.confirm.keys.ShortHelp(), 0, w)
+	case m.mode == modeSortMenu:
+		return footer(m.help, newSortMenuKeys().ShortHelp(), 0, w)
 	case m.mode == modeFilter || m.mode == modeSearch || m.mode == modeJump:
 		v := footer(m.help, newInputKeys(m.mode == modeSearch).ShortHelp(), 0, w)
 		if m.mode == modeFilter && m.fltErr != nil {
@@ -458,6 +462,8 @@ func (m *Model) View() string {
 		return lipgloss.JoinVertical(lipgloss.Left, append(parts, m.statusView(), m.helpView())...)
 	case m.mode == modeConfirm:
 		parts = append(parts, m.confirm.view(m.width, tableH+m.detailH))
+	case m.mode == modeSortMenu:
+		parts = append(parts, m.sortMenuView(tableH))
 	case len(m.table.rows) == 0:
 		parts = append(parts, lipgloss.Place(m.width, tableH, lipgloss.Center, lipgloss.Center, m.emptyView()))
 	default:

@@ -2,13 +2,16 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
 )
 
@@ -30,6 +33,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.inputKey(msg)
 	case modeJump:
 		return m.jumpKey(msg)
+	case modeSortMenu:
+		return m.sortMenuKey(msg)
 	}
 	// bubbletea hands over runes read together as one message ("jjj"
 	// when a key repeats faster than it is read); outside a text field
@@ -109,9 +114,13 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.tree = !m.tree
 		m.rebuild()
 	case key.Matches(msg, k.Sort):
-		m.sort = (m.sort + 1) % numSortKeys
+		// Each order starts in its natural direction: a reverse is for
+		// the key it was asked on.
+		m.sort, m.reverse = (m.sort+1)%numSortKeys, false
 		m.rebuild()
 		m.setStatus("sorted by "+m.sortName(), false)
+	case key.Matches(msg, k.SortMenu):
+		m.openSortMenu()
 	case key.Matches(msg, k.Reverse):
 		m.reverse = !m.reverse
 		m.rebuild()
@@ -421,6 +430,9 @@ func (m *Model) jump(start int) {
 func (m *Model) setFilter(q string) {
 	q = strings.TrimSpace(q)
 	flt, err := query.Parse(q)
+	if err == nil && m.view != nil {
+		err = flt.CheckRuntimes(runtimesOf(m.view), presetRuntimes())
+	}
 	m.fltErr = err
 	if err != nil {
 		return
@@ -428,6 +440,26 @@ func (m *Model) setFilter(q string) {
 	m.filterQ, m.flt = q, flt
 	m.rebuild()
 }
+
+// runtimesOf names the runtimes of a view's sandboxes, sorted, once each.
+func runtimesOf(v *model.View) []string {
+	var out []string
+	for _, sb := range v.Sandboxes {
+		out = append(out, sb.Runtime)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// presetRuntimes are the runtimes sandtop's presets recognise.
+var presetRuntimes = sync.OnceValue(func() []string {
+	var out []string
+	for _, r := range model.Presets() {
+		out = append(out, r.Name)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+})
 
 func (m *Model) sortName() string {
 	if m.reverse {

@@ -22,14 +22,16 @@ type KeyMap struct {
 	Details                 key.Binding
 	Search, Filter          key.Binding
 	Tree, Sort              key.Binding
-	Reverse                 key.Binding
-	Host                    key.Binding
-	Tag, Untag              key.Binding
-	Copy                    key.Binding
-	Kill                    key.Binding
-	Refresh                 key.Binding
-	Faster, Slower          key.Binding
-	SwitchFocus, Close      key.Binding
+	// SortMenu is htop's F6: a menu of the orders; s steps through them.
+	SortMenu           key.Binding
+	Reverse            key.Binding
+	Host               key.Binding
+	Tag, Untag         key.Binding
+	Copy               key.Binding
+	Kill               key.Binding
+	Refresh            key.Binding
+	Faster, Slower     key.Binding
+	SwitchFocus, Close key.Binding
 	// ShowHelp and CloseHelp are one key, ?: only the one that applies is
 	// enabled, so help names what pressing it will do.
 	ShowHelp, CloseHelp key.Binding
@@ -56,7 +58,8 @@ func DefaultKeyMap() KeyMap {
 		Search:      key.NewBinding(key.WithKeys("f3", "ctrl+s"), key.WithHelp("F3", "search")),
 		Filter:      key.NewBinding(key.WithKeys("/", "f4"), key.WithHelp("/ F4", "filter")),
 		Tree:        key.NewBinding(key.WithKeys("f5", "t"), key.WithHelp("F5/t", "tree view")),
-		Sort:        key.NewBinding(key.WithKeys("s", "f6"), key.WithHelp("s F6", "sort")),
+		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "next sort")),
+		SortMenu:    key.NewBinding(key.WithKeys("f6"), key.WithHelp("F6", "sort menu")),
 		Reverse:     key.NewBinding(key.WithKeys("I"), key.WithHelp("I", "reverse sort")),
 		Host:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "host processes")),
 		Tag:         key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "tag")),
@@ -119,7 +122,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy, k.ScrollLeft, k.ScrollRight},
-		{k.Filter, k.Search, k.Sort, k.Reverse, k.Refresh, k.Faster, k.Slower},
+		{k.Filter, k.Search, k.Sort, k.SortMenu, k.Reverse, k.Refresh, k.Faster, k.Slower},
 		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}
 }

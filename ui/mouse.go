@@ -10,7 +10,7 @@ const wheelStep = 3
 // wheel scrolls the list, or the teardown log when over it. Clicks mean
 // nothing while a dialog or a text field is open.
 func (m *Model) mouse(msg tea.MouseMsg) {
-	if m.mode != modeNormal || m.tooSmall() {
+	if m.mode != modeNormal || m.tooSmall() || m.help.ShowAll {
 		return
 	}
 	// The table's column titles are the line under the header; its rows

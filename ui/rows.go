@@ -209,7 +209,7 @@ func compareGroups(k sortKey, reverse bool, a, b *group) int {
 	case a.sb != nil && b.sb != nil:
 		switch k {
 		case sortID:
-			d = cmp.Or(strings.Compare(a.sb.ID, b.sb.ID), strings.Compare(a.sb.Key(), b.sb.Key()))
+			d = compareNames(a.sb, b.sb)
 		case sortRuntime:
 			d = strings.Compare(a.sb.Runtime, b.sb.Runtime)
 		case sortTrouble:
@@ -235,7 +235,17 @@ func compareGroups(k sortKey, reverse bool, a, b *group) int {
 	case b.sb == nil:
 		return -1
 	}
-	return cmp.Or(strings.Compare(a.sb.ID, b.sb.ID), strings.Compare(a.sb.Key(), b.sb.Key()))
+	return compareNames(a.sb, b.sb)
+}
+
+// compareNames orders sandboxes as a person reads their names: by
+// namespace, then ID, ignoring case; the exact key breaks ties so that the
+// order is total.
+func compareNames(a, b *model.Sandbox) int {
+	return cmp.Or(
+		strings.Compare(strings.ToLower(a.Namespace), strings.ToLower(b.Namespace)),
+		strings.Compare(strings.ToLower(a.ID), strings.ToLower(b.ID)),
+		strings.Compare(a.Key(), b.Key()))
 }
 
 // trouble ranks a sandbox for the trouble-first order: an orphan above a

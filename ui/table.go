@@ -313,12 +313,18 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 	var out strings.Builder
 	out.WriteString(hl.render(line, style))
 	for _, bd := range pills {
+		pill := t.styles.Badge(bd) + style.Render(" ")
 		pw := len(bd) + 3 // pill plus the space after it
+		if bd == model.BadgeZombie && r.sb != nil && r.kind == rowSandbox {
+			// How many, as the header counts sandboxes.
+			n := strconv.Itoa(r.sb.Zombies) + " "
+			pill += style.Render(n)
+			pw += len(n)
+		}
 		if used+pw > t.width {
 			break
 		}
-		out.WriteString(t.styles.Badge(bd))
-		out.WriteString(style.Render(" "))
+		out.WriteString(pill)
 		used += pw
 	}
 	rest := t.width - used

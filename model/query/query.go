@@ -22,6 +22,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,6 +122,10 @@ func split(s string) ([]token, error) {
 			flush()
 		case r == '!' && !started:
 			started, tok.not = true, true
+		case r == '!' && tok.not && cur.Len() == 0 && !tok.quoted:
+			// "!!x" is not x: a filter that reads as one thing and does
+			// another is worse than an error.
+			return nil, errors.New("!! is not a term: one ! negates the term after it, as in !badge:paused")
 		default:
 			started = true
 			cur.WriteRune(r)
@@ -259,6 +264,31 @@ func (q Query) Runtimes() []string {
 	return out
 }
 
+// CheckRuntimes reports a runtime: term that names no runtime there is: not
+// one of here (the runtimes on the host) nor of presets (those sandtop
+// knows), in any case. The error names them, as an unknown badge's does:
+// "runtime:dockr" must not pass for "no sandbox of that runtime".
+func (q Query) CheckRuntimes(here, presets []string) error {
+	for _, rt := range q.Runtimes() {
+		known := false
+		for _, k := range append(slices.Clip(here), presets...) {
+			known = known || strings.EqualFold(k, rt)
+		}
+		if !known {
+			return fmt.Errorf("unknown runtime %q: runtime: takes one here (%s) or a preset's (%s)",
+				rt, listOrNone(here), listOrNone(presets))
+		}
+	}
+	return nil
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
 // Sandbox reports whether a sandbox passes: every term holds for the
 // sandbox itself or for one of its members.
 func (q Query) Sandbox(sb *model.Sandbox) bool {
@@ -325,7 +355,9 @@ func MatchProcess(p *proc.Process, word string) bool {
 			return true
 		}
 	}
-	return false
+	// A quoted phrase ("nginx -g") matches across the arguments, as the
+	// row shows them joined.
+	return strings.ContainsRune(word, ' ') && len(p.Argv) > 1 && contains(strings.Join(p.Argv, " "), word)
 }
 
 // contains is a case-insensitive substring test; sub is lower case already.

@@ -211,3 +211,35 @@ func TestSyntaxNamesEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterWordsAnOperatorTypes: an unknown runtime names the runtimes
+// there are, a quoted phrase matches across argv, and !! is an error, not
+// a filter that keeps everything.
+func TestFilterWordsAnOperatorTypes(t *testing.T) {
+	q, err := Parse("runtime:dockr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = q.CheckRuntimes([]string{"containerd", "docker"}, []string{"docker", "firecracker"})
+	if err == nil || !strings.Contains(err.Error(), "containerd, docker") || !strings.Contains(err.Error(), "firecracker") {
+		t.Errorf("runtime:dockr: %v", err)
+	}
+	q, _ = Parse("runtime:DOCKER")
+	if err := q.CheckRuntimes([]string{"docker"}, nil); err != nil {
+		t.Errorf("runtime:DOCKER on a docker host: %v", err)
+	}
+	q, err = Parse(`"nginx -g"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nginx := &proc.Process{Comm: "nginx", Argv: []string{"nginx", "-g", "daemon off;"}}
+	if !q.Process(nginx) {
+		t.Error(`"nginx -g" does not match nginx -g daemon off;`)
+	}
+	if q, _ := Parse(`"nginx -x"`); q.Process(nginx) {
+		t.Error(`"nginx -x" matches nginx -g daemon off;`)
+	}
+	if _, err := Parse("!!badge:paused"); err == nil || !strings.Contains(err.Error(), "!!") {
+		t.Errorf("!!badge:paused: %v", err)
+	}
+}
