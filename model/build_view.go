@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -61,7 +62,7 @@ func (w *build) finish() *View {
 		w.rootless(sb)
 		sb.Orphan = sb.supOrphan
 		badge(sb, w.snap)
-		sb.Cleanup = w.cleanup(sb)
+		sb.Cleanup, sb.CleanupRefused = w.cleanup(sb)
 		sb.Reconcile = w.reconcile(sb)
 		sb.rules = w.rules[sb]
 	}
@@ -352,18 +353,28 @@ func within(path, dir string) bool {
 
 // cleanup expands the cleanup templates of every rule that matched the
 // sandbox with the sandbox's captures, keeping only safe paths (see
-// Match.CleanupPaths); an unusable template is dropped, not guessed at.
-func (w *build) cleanup(sb *Sandbox) []string {
-	var out []string
+// Match.CleanupPaths); an unusable template is dropped, not guessed at,
+// and one refused for its values is said in refused, so that a teardown
+// can say why it removes nothing.
+func (w *build) cleanup(sb *Sandbox) (out, refused []string) {
 	for _, r := range w.rules[sb] {
-		paths, _ := Match{Rule: r, ID: sb.ID, Vars: sb.Vars}.CleanupPaths()
+		paths, err := Match{Rule: r, ID: sb.ID, Vars: sb.Vars}.CleanupPaths()
 		for _, p := range paths {
 			if !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
+		joined, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			continue
+		}
+		for _, e := range joined.Unwrap() {
+			if errors.Is(e, ErrUnsafeCleanup) && !slices.Contains(refused, e.Error()) {
+				refused = append(refused, e.Error())
+			}
+		}
 	}
-	return out
+	return out, refused
 }
 
 // reconcile picks the runtime's own command to run after a kill: the

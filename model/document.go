@@ -50,6 +50,8 @@ type SandboxJSON struct {
 	Paused  string   `json:"paused"`
 	Badges  []Badge  `json:"badges"`
 	Cleanup []string `json:"cleanup"`
+	// CleanupRefused says why a rule's cleanup path was not made.
+	CleanupRefused []string `json:"cleanup_refused,omitempty"`
 	// Reconcile is the runtime's own command to run after a kill (empty
 	// when the runtime notices by itself).
 	Reconcile []string      `json:"reconcile"`
@@ -257,21 +259,22 @@ func (v *View) documentHead() Document {
 // nil) for Processes.
 func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 	s := SandboxJSON{
-		ID:         sb.ID,
-		Runtime:    sb.Runtime,
-		Namespace:  sb.Namespace,
-		Name:       sb.Name(),
-		Key:        sb.Key(),
-		CgroupOnly: sb.CgroupOnly,
-		Supervisor: sb.SupervisorNote,
-		Cgroup:     sb.Cgroup,
-		Freezer:    sb.Freezer,
-		Frozen:     sb.Frozen,
-		Paused:     sb.PausedNote,
-		Badges:     append([]Badge{}, sb.Badges...),
-		Cleanup:    append([]string{}, sb.Cleanup...),
-		Reconcile:  append([]string{}, sb.Reconcile...),
-		Processes:  slices.Grow(procs, len(sb.Members)),
+		ID:             sb.ID,
+		Runtime:        sb.Runtime,
+		Namespace:      sb.Namespace,
+		Name:           sb.Name(),
+		Key:            sb.Key(),
+		CgroupOnly:     sb.CgroupOnly,
+		Supervisor:     sb.SupervisorNote,
+		Cgroup:         sb.Cgroup,
+		Freezer:        sb.Freezer,
+		Frozen:         sb.Frozen,
+		Paused:         sb.PausedNote,
+		Badges:         append([]Badge{}, sb.Badges...),
+		Cleanup:        append([]string{}, sb.Cleanup...),
+		CleanupRefused: sb.CleanupRefused,
+		Reconcile:      append([]string{}, sb.Reconcile...),
+		Processes:      slices.Grow(procs, len(sb.Members)),
 	}
 	if s.Processes == nil {
 		s.Processes = []ProcessJSON{} // a leftover's: [], not null

@@ -693,13 +693,13 @@ func (m Match) CleanupPaths() ([]string, error) {
 		errs  []error
 	)
 	for _, t := range m.Rule.Cleanup {
-		if err := m.checkVars(t); err != nil {
+		if err := m.checkCleanupVars(t); err != nil {
 			errs = append(errs, fmt.Errorf("cleanup %q: %w", t, err))
 			continue
 		}
 		p := m.Expand(t)
 		if !SafeCleanupPath(p, m.ID) {
-			errs = append(errs, fmt.Errorf("cleanup %q: %q is not an absolute, clean path naming the sandbox ID", t, p))
+			errs = append(errs, fmt.Errorf("cleanup %q: %w: %q is not an absolute, clean path naming the sandbox ID", t, ErrUnsafeCleanup, p))
 			continue
 		}
 		paths = append(paths, p)
@@ -722,6 +722,22 @@ func (m Match) ReconcileArgv() ([]string, error) {
 		out = append(out, m.Expand(t))
 	}
 	return out, nil
+}
+
+// checkCleanupVars checks each value a cleanup template takes against its
+// place in the path (cleanupValueProblem).
+func (m Match) checkCleanupVars(template string) error {
+	if _, err := placeholders(template); err != nil {
+		return err
+	}
+	for i, part := range strings.Split(template, "/") {
+		if n := placeholderName(part); n != "" {
+			if err := cleanupValueProblem(n, m.Vars[n], i == 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (m Match) checkVars(template string) error {

@@ -205,11 +205,11 @@ func TestCleanupPaths(t *testing.T) {
 		{"both", map[string]string{"id": "abc", "base": "/data/r1"}, []string{"/data/r1/workspaces/abc", "/run/vm0/sock/abc"}, ""},
 		{"no base", map[string]string{"id": "abc"}, []string{"/run/vm0/sock/abc"}, "{base} has no value"},
 		{"empty base", map[string]string{"id": "abc", "base": ""}, []string{"/run/vm0/sock/abc"}, "{base} has no value"},
-		{"dot-dot id", map[string]string{"id": "..", "base": "/data"}, nil, `ID ".." cannot name a directory`},
-		{"slash in id", map[string]string{"id": "a/b", "base": "/data"}, nil, `ID "a/b" cannot name a directory`},
-		{"base of /", map[string]string{"id": "abc", "base": "/"}, []string{"/run/vm0/sock/abc"}, `"//workspaces/abc" is not an absolute, clean path`},
-		{"relative base", map[string]string{"id": "abc", "base": "data"}, []string{"/run/vm0/sock/abc"}, `"data/workspaces/abc" is not an absolute, clean path`},
-		{"dot-dot in base", map[string]string{"id": "abc", "base": "/data/../etc"}, []string{"/run/vm0/sock/abc"}, "not an absolute, clean path"},
+		{"dot-dot id", map[string]string{"id": "..", "base": "/data"}, nil, `{id} is "..", which is not one path component`},
+		{"slash in id", map[string]string{"id": "a/b", "base": "/data"}, nil, `{id} is "a/b", which is not one path component`},
+		{"base of /", map[string]string{"id": "abc", "base": "/"}, []string{"/run/vm0/sock/abc"}, `{base} is "/", not an absolute, clean directory other than /`},
+		{"relative base", map[string]string{"id": "abc", "base": "data"}, []string{"/run/vm0/sock/abc"}, `{base} is "data", not an absolute, clean directory`},
+		{"dot-dot in base", map[string]string{"id": "abc", "base": "/data/../etc"}, []string{"/run/vm0/sock/abc"}, `{base} is "/data/../etc", not an absolute, clean directory`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

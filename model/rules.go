@@ -352,18 +352,8 @@ func (r *Rule) problems() []problem {
 		captured["ns"] = true
 	}
 	for _, t := range r.Cleanup {
-		names, err := placeholders(t)
-		if err != nil {
+		if err := cleanupTemplateProblem(t, captured); err != nil {
 			add("cleanup", "template %q: %v", t, err)
-			continue
-		}
-		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "{") {
-			add("cleanup", "template %q must be an absolute path", t)
-		}
-		for _, n := range names {
-			if !captured[n] {
-				add("cleanup", "template %q uses {%s}, which no matcher captures", t, n)
-			}
 		}
 	}
 	for _, t := range r.Leftovers {

@@ -63,7 +63,7 @@ func TestParseRulesErrors(t *testing.T) {
 			`bad_supervisor.toml:16: rule "table": key "supervisor.socket_flag": "address" is not a flag like --address or -address`,
 		}},
 		{"bad_cleanup.toml", []string{
-			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "{base}/workspaces/{id}" uses {base}, which no matcher captures`,
+			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "{base}/workspaces/{id}": uses {base}, which no matcher captures`,
 			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "/run/vm0/sock/{id": "{" without "}"`,
 		}},
 		{"syntax.toml", []string{

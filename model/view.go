@@ -140,6 +140,10 @@ type Sandbox struct {
 	Badges     []Badge
 	// Cleanup is the rule's cleanup paths with captures substituted.
 	Cleanup []string
+	// CleanupRefused says, one a template, why a cleanup path was not
+	// made: a value the sandbox's processes showed would have climbed out
+	// of the runtime's directory (an ID of "..").
+	CleanupRefused []string
 	// Reconcile is the runtime's own command, captures substituted, that
 	// makes it notice the sandbox was killed behind its back (podman rm
 	// --force <id>); nil when the runtime notices by itself.

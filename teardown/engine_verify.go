@@ -254,8 +254,15 @@ func (r *run) cleanup(ctx context.Context, clean bool) {
 		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "processes survive: nothing removed"})
 		return
 	case len(r.p.Cleanup) == 0 && r.p.CgroupDir == "" && r.p.FreezerDir == "":
-		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "nothing to remove"})
+		detail := "nothing to remove"
+		if len(r.p.CleanupRefused) > 0 {
+			detail += "; " + r.p.cleanupRefusedText()
+		}
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: detail})
 		return
+	}
+	if len(r.p.CleanupRefused) > 0 {
+		r.event(Event{Step: StepCleanup, Status: Skip, Detail: r.p.cleanupRefusedText()})
 	}
 	for _, path := range r.p.Cleanup {
 		r.removePath(path)

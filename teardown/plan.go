@@ -50,6 +50,9 @@ type Plan struct {
 	SupervisorNote string
 	// Cleanup lists the paths removed after the kill (unsupervised only).
 	Cleanup []string
+	// CleanupRefused says why a rule's cleanup path is not among them
+	// (model.Sandbox.CleanupRefused).
+	CleanupRefused []string
 	// Reconcile is the runtime's own command that makes it notice the
 	// kill (from the sandbox's rule, never from a process's argv): the
 	// done step prints it, and RunReconcile runs it.
@@ -138,6 +141,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	}
 	if !sb.Supervised {
 		p.Cleanup = slices.Clone(sb.Cleanup)
+		p.CleanupRefused = slices.Clone(sb.CleanupRefused)
 	}
 	p.Reconcile = slices.Clone(sb.Reconcile)
 	// Pre-order reversed puts every process after all of its descendants.

@@ -122,6 +122,9 @@ func (p *Plan) Facts() Facts {
 	default:
 		f.Cleanup = "nothing to remove"
 	}
+	if !p.Supervised && len(p.CleanupRefused) > 0 {
+		f.Cleanup += "; " + p.cleanupRefusedText()
+	}
 	return f
 }
 
@@ -154,6 +157,11 @@ func (p *Plan) leftoverFacts(f Facts) Facts {
 	}
 	f.CleanupPaths = rm
 	return f
+}
+
+// cleanupRefusedText says which cleanup paths are refused, and why.
+func (p *Plan) cleanupRefusedText() string {
+	return "not removed: " + strings.Join(p.CleanupRefused, "; ")
 }
 
 // StepsText is the steps joined by arrows: "pin → term → …".

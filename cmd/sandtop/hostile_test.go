@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ const hostileText = "\x1b]2;INJECTED\x07\x1b[31m\nforged-row\u009b\x7f\u202e\xff
 // hostile, and the leftover of a dead one with a hostile ID, under rules of
 // the test's own.
 type hostileFleet struct {
+	tag            string
 	id, leftoverID string
 	rules, audit   string
 	root           *exec.Cmd
@@ -37,6 +39,7 @@ func startHostileFleet(t *testing.T) *hostileFleet {
 	t.Helper()
 	tag := fmt.Sprintf("%08x", rand.Uint32())
 	f := &hostileFleet{
+		tag: tag,
 		id:         "hx" + tag + hostileText + "-id",
 		leftoverID: "hl" + tag + hostileText + "-left",
 		tmp:        t.TempDir(),
@@ -66,27 +69,56 @@ reconcile = ["true", "{id}"]
 	if err := os.WriteFile(f.rules, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.root = &exec.Cmd{
-		Path: link,
-		Args: []string{"agentbox" + tag + hostileText, "-c", "sleep 1000; :", "sh", "--box", f.id, "--note", hostileText},
+	f.root = f.start(t, link, cwd, f.id, "--note", hostileText)
+	return f
+}
+
+// start starts a sandbox of the fleet's rule: sh (run as exe, in cwd)
+// with the ID and more words in its argv, and its sleep.
+func (f *hostileFleet) start(t *testing.T, exe, cwd, id string, more ...string) *exec.Cmd {
+	t.Helper()
+	c := &exec.Cmd{
+		Path: exe,
+		Args: append([]string{"agentbox" + f.tag + hostileText, "-c", "sleep 1000; :", "sh", "--box", id}, more...),
 		Dir:  cwd,
 	}
-	if err := f.root.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = f.root.Process.Kill(); _ = f.root.Wait() })
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 	// Wait for sh to fork its sleep.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", f.root.Process.Pid, f.root.Process.Pid)); len(kids) > 0 {
-			break
+		if kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Process.Pid, c.Process.Pid)); len(kids) > 0 {
+			return c
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the hostile sandbox's sh never forked")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return f
+}
+
+// TestCleanupRefusedSaysWhy: a sandbox whose ID is ".." has its cleanup
+// path refused, and the plan and the cleanup step say so and why; the
+// kill still takes its processes.
+func TestCleanupRefusedSaysWhy(t *testing.T) {
+	f := startHostileFleet(t)
+	dots := f.start(t, "/bin/sh", f.tmp, "..")
+	code, out, errOut := f.run(t, "kill", "--dry-run", "..")
+	if code != exitOK || !strings.Contains(out, `not removed: cleanup "`) || !strings.Contains(out, `{id} is "..", which is not one path component`) {
+		t.Errorf("kill --dry-run ..: exit %d, want the refused cleanup and why in the plan:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = f.run(t, "kill", "--force", "--grace", "0", "--audit-log", f.audit, "..")
+	if code != exitOK || !regexp.MustCompile(`(?m)^\[SKIP\]\s+cleanup\s+nothing to remove; not removed: cleanup ".*": refused: \{id\} is ".."`).MatchString(out) {
+		t.Errorf("kill ..: exit %d, want the cleanup step to say why:\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(f.tmp, "gone")); err == nil {
+		t.Error("something was made or kept at the cleanup's parent")
+	}
+	if err := dots.Wait(); err == nil {
+		t.Error("the sandbox's root exited cleanly: it was not killed")
+	}
 }
 
 // run runs sandtop with the fleet's rules.
