@@ -44,7 +44,7 @@ func TestProgramNavigation(t *testing.T) {
 	send(tm, "h")            // and fold it
 	send(tm, "G", "k", "enter")
 	waitFor(t, tm, "rule       containerd (rules.toml:9)") // the pod's details, k from the last row
-	send(tm, "d", "g", "f5", "f6", "down", "enter") // F6's menu: the order after id
+	send(tm, "d", "g", "f5", "f6", "down", "enter")        // F6's menu: the order after id
 	waitFor(t, tm, "sort cpu · flat")
 	send(tm, "?")
 	waitFor(t, tm, "expand/collapse all")
