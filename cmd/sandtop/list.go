@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/ui/format"
@@ -44,8 +45,8 @@ resident memory, age and badges (orphan, zombie, paused).`,
   sandtop list --from incident.rec --at 03:12 --json   # as of 03:12, from a recording`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			heap := oneShotHeap()
-			defer heap.stop()
+			heap := gcpace.OneShot()
+			defer heap.Stop()
 			v, err := o.view(cmd, g, heap)
 			if err != nil {
 				return err
@@ -74,8 +75,8 @@ resident memory, age and badges (orphan, zombie, paused).`,
 }
 
 // view scans the host, or reads the recording --from names as of --at;
-// heap is the command's collector tuning (oneShotHeap).
-func (o *listOpts) view(cmd *cobra.Command, g *globals, heap *heapTuner) (*model.View, error) {
+// heap is the command's collector tuning (gcpace.OneShot).
+func (o *listOpts) view(cmd *cobra.Command, g *globals, heap *gcpace.Tuner) (*model.View, error) {
 	switch {
 	case o.from == "" && o.at != "":
 		return nil, usageErr(errors.New("--at needs --from: a recording to read"))

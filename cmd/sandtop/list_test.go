@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"github.com/sandtop/sandtop/proc/proctest"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
@@ -199,13 +200,13 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rec *newRecording, o *rec
 		defer t.Stop()
 		deadline = t.C
 	}
-	heap := longRunning()
+	heap := gcpace.LongRunning()
 	for {
 		snap, err := sc.Scan()
 		if err != nil {
 			return "scan failed", fmt.Errorf("scan: %w", err)
 		}
-		heap.refreshed()
+		heap.Refreshed()
 		switch err := rec.write(snap); {
 		case errors.Is(err, recording.ErrMaxSize) && rec.w.Frames() == 0:
 			return "no snapshot fits --max-size", usageErr(fmt.Errorf("--max-size %s is smaller than one snapshot of this host", o.maxSize.String()))

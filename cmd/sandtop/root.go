@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
@@ -207,8 +208,8 @@ func checkProcRoot(root string) error {
 // view scans once and groups the result, reading only what the rules
 // need (a lazy scan), and with uids every process's status too, for
 // output that shows each process's uid. heap, when not nil, is the
-// one-shot command's collector tuning (oneShotHeap).
-func (g *globals) view(uids bool, heap *heapTuner) (*model.View, error) {
+// one-shot command's collector tuning (gcpace.OneShot).
+func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	rules, err := g.rules()
 	if err != nil {
 		return nil, err
@@ -229,7 +230,7 @@ func (g *globals) view(uids bool, heap *heapTuner) (*model.View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	heap.scanned()
+	heap.Scanned()
 	return hostview.Group(snap, rules), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
@@ -16,7 +17,7 @@ import (
 // source, with the long-running commands' heap tuning after each scan. The
 // caller owns the scanner and closes it.
 func newScanSource(sc *proc.Scanner, rules model.Rules) *hostview.Source {
-	return hostview.NewSource(sc, rules, 0, longRunning().refreshed)
+	return hostview.NewSource(sc, rules, 0, gcpace.LongRunning().Refreshed)
 }
 
 // engineKiller is the live screen's ui.Killer: a teardown.Engine, and the

@@ -1,4 +1,4 @@
-package main
+package gcpace
 
 import (
 	"os"
@@ -34,18 +34,18 @@ func TestHeapTuner(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 
 	t.Setenv("GOGC", "100")
-	if h := longRunning(); h != nil {
+	if h := LongRunning(); h != nil {
 		t.Errorf("with GOGC set, a tuner: %+v", h)
 	}
 	unsetenv(t, "GOGC")
-	h := longRunning()
+	h := LongRunning()
 	p := longRunningPacing
 	big := make([][]byte, 0, 32)
 	for range 3 * p.headroom >> 20 {
 		big = append(big, make([]byte, 1<<20))
 	}
 	runtime.GC()
-	h.refreshed()
+	h.Refreshed()
 	got := debug.SetGCPercent(100)
 	if got < p.floor || got > 100/3 {
 		t.Errorf("with over %d MiB of live heap, the collector's target is %d, want %d to %d",
@@ -71,11 +71,11 @@ func TestOneShotHeap(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 	t.Setenv("GOGC", "100")
-	if h := oneShotHeap(); h != nil {
+	if h := OneShot(); h != nil {
 		t.Errorf("with GOGC set, a tuner: %+v", h)
 	}
-	var none *heapTuner
-	none.scanned() // nil: nothing to do, no panic
+	var none *Tuner
+	none.Scanned() // nil: nothing to do, no panic
 	unsetenv(t, "GOGC")
 
 	read := func(name string) uint64 {
@@ -86,22 +86,22 @@ func TestOneShotHeap(t *testing.T) {
 	collections := func() uint64 { return read("/gc/cycles/total:gc-cycles") }
 	target := func() int { return int(read("/gc/gogc:percent")) }
 
-	small := oneShotHeap()
-	t.Cleanup(small.stop)
+	small := OneShot()
+	t.Cleanup(small.Stop)
 	runtime.GC()
 	if n := read("/memory/classes/heap/objects:bytes"); n < minHeapGoal {
 		before := collections()
-		small.scanned()
+		small.Scanned()
 		if collections() != before {
 			t.Errorf("scanned collected a heap of %d KiB", n>>10)
 		}
 	} else {
 		t.Logf("the test binary holds %d KiB of heap: scanned on a small heap is not tried", n>>10)
 	}
-	small.stop()
+	small.Stop()
 
-	h := oneShotHeap()
-	t.Cleanup(h.stop)
+	h := OneShot()
+	t.Cleanup(h.Stop)
 	big := make([][]byte, 0, 12)
 	for range 12 { // 100 × 1.5 MiB / 12 MiB is under the floor
 		big = append(big, make([]byte, 1<<20))
@@ -112,7 +112,7 @@ func TestOneShotHeap(t *testing.T) {
 		t.Fatalf("before scanned, the target is %d, want Go's 100", got)
 	}
 	before := collections()
-	h.scanned()
+	h.Scanned()
 	if collections() == before {
 		t.Errorf("scanned did not collect 12 MiB of heap")
 	}

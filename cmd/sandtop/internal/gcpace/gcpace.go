@@ -1,4 +1,6 @@
-package main
+// Package gcpace tunes the garbage collector of sandtop's commands to the
+// heap they hold (see Tuner).
+package gcpace
 
 import (
 	"os"
@@ -10,7 +12,7 @@ import (
 
 // The commands that refresh every second or so for days on a production
 // host (the screen, record) tune the garbage collector to the heap they
-// hold, and so does list over its one scan (oneShotHeap); serve, which
+// hold, and so does list over its one scan (OneShot); serve, which
 // scans every 15 s, gives its memory back after each scan instead
 // (exporter.Exporter). Go's default target (100) lets the heap grow to
 // twice what is live before it collects, and on a large host that much
@@ -40,10 +42,10 @@ func gcPercentFor(live uint64, p pacing) int {
 	return max(p.floor, int(100*p.headroom/live))
 }
 
-// heapTuner sets the collector's target from the live heap after each
+// Tuner sets the collector's target from the live heap after each
 // refresh, or each collection (eachCollection); nil (the user chose with
 // GOGC) does nothing.
-type heapTuner struct {
+type Tuner struct {
 	pct    int
 	pacing pacing
 	sample []metrics.Sample
@@ -52,31 +54,31 @@ type heapTuner struct {
 	stopped bool
 }
 
-// longRunning returns the tuner of a long-running command, or nil when
+// LongRunning returns the tuner of a long-running command, or nil when
 // the user set GOGC.
-func longRunning() *heapTuner { return newHeapTuner(longRunningPacing) }
+func LongRunning() *Tuner { return newTuner(longRunningPacing) }
 
-// newHeapTuner returns a tuner with pacing p, or nil when the user set
+// newTuner returns a tuner with pacing p, or nil when the user set
 // GOGC.
-func newHeapTuner(p pacing) *heapTuner {
+func newTuner(p pacing) *Tuner {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return nil
 	}
-	return &heapTuner{pct: 100, pacing: p, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	return &Tuner{pct: 100, pacing: p, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 }
 
 // oneShotPacing lets a one-shot command's heap grow by 1.5 MiB between
-// collections once its scan is done (see scanned), or by 15% of what is
+// collections once its scan is done (see Scanned), or by 15% of what is
 // live past 10 MiB.
 var oneShotPacing = pacing{headroom: 3 << 19, floor: 15}
 
-// oneShotHeap returns the collector tuning of a one-shot command (list),
-// for scanned; nil when the user set GOGC.
-func oneShotHeap() *heapTuner { return newHeapTuner(oneShotPacing) }
+// OneShot returns the collector tuning of a one-shot command (list),
+// for Scanned; nil when the user set GOGC.
+func OneShot() *Tuner { return newTuner(oneShotPacing) }
 
-// scanned is called by a one-shot command at the hand-off from its scan to
+// Scanned is called by a one-shot command at the hand-off from its scan to
 // its grouping. The scan's garbage and the scanner's cache are dead then,
-// and the snapshot is most of what lives: scanned collects, and from then
+// and the snapshot is most of what lives: Scanned collects, and from then
 // on the target follows oneShotPacing after every collection. Grouping
 // allocates several times what it keeps, and at Go's default target the
 // heap grew to twice what was live; paced, the peak falls for a few
@@ -86,7 +88,7 @@ func oneShotHeap() *heapTuner { return newHeapTuner(oneShotPacing) }
 //
 // A heap under the runtime's smallest goal (4 MiB) is not collected before
 // the command exits anyway, and collecting it would only cost time.
-func (h *heapTuner) scanned() {
+func (h *Tuner) Scanned() {
 	if h == nil {
 		return
 	}
@@ -103,11 +105,11 @@ func (h *heapTuner) scanned() {
 // (heapMinimum, runtime/mgcpacer.go).
 const minHeapGoal = 4 << 20
 
-// eachCollection calls refreshed after every collection until stop, from
+// eachCollection calls Refreshed after every collection until Stop, from
 // the runtime's finalizer goroutine: a finalizer runs once its object is
 // found unreachable, and re-arms itself on the same object for the next
 // cycle. Nothing else may call refreshed on h.
-func (h *heapTuner) eachCollection() {
+func (h *Tuner) eachCollection() {
 	// A sentinel with a pointer: the runtime batches pointer-free objects
 	// of a few bytes into one block, whose finalizers run late or never.
 	type sentinel struct{ _ *byte }
@@ -118,16 +120,16 @@ func (h *heapTuner) eachCollection() {
 		if h.stopped {
 			return
 		}
-		h.refreshed()
+		h.Refreshed()
 		runtime.SetFinalizer(s, arm)
 	}
 	runtime.SetFinalizer(&sentinel{}, arm)
 }
 
-// stop ends eachCollection and gives the collector Go's target back, for
+// Stop ends eachCollection and gives the collector Go's target back, for
 // whatever runs next in the process (commands run in process, as tests
 // run them).
-func (h *heapTuner) stop() {
+func (h *Tuner) Stop() {
 	if h == nil {
 		return
 	}
@@ -140,11 +142,11 @@ func (h *heapTuner) stop() {
 	}
 }
 
-// refreshed picks the target for the heap a refresh left. A target within
+// Refreshed picks the target for the heap a refresh left. A target within
 // a few points of the current one is left alone: the live heap wobbles
 // from refresh to refresh, and a new target re-paces the collection under
 // way.
-func (h *heapTuner) refreshed() {
+func (h *Tuner) Refreshed() {
 	if h == nil {
 		return
 	}
