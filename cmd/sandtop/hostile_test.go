@@ -39,7 +39,7 @@ func startHostileFleet(t *testing.T) *hostileFleet {
 	t.Helper()
 	tag := fmt.Sprintf("%08x", rand.Uint32())
 	f := &hostileFleet{
-		tag: tag,
+		tag:        tag,
 		id:         "hx" + tag + hostileText + "-id",
 		leftoverID: "hl" + tag + hostileText + "-left",
 		tmp:        t.TempDir(),
