@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -106,4 +107,31 @@ func kindRank(k proc.PathKind) int {
 		return i
 	}
 	return len(leftoverKinds)
+}
+
+// LeftoverSummary counts a sandbox's leftovers by kind, in the order a
+// teardown takes them: "5 leftovers: 1 link, 2 mounts, 1 netns, 1 dir"
+// ("" when it has none).
+func LeftoverSummary(ls []Leftover) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	n := map[proc.PathKind]int{}
+	for _, l := range ls {
+		n[l.Kind]++
+	}
+	var parts []string
+	for _, k := range leftoverKinds {
+		if n[k] > 0 {
+			parts = append(parts, words.Count(n[k], string(k), kindPlural(k)))
+		}
+	}
+	return words.Count(len(ls), "leftover", "leftovers") + ": " + strings.Join(parts, ", ")
+}
+
+func kindPlural(k proc.PathKind) string {
+	if k == proc.KindNetns {
+		return "netns"
+	}
+	return string(k) + "s"
 }

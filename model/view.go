@@ -286,15 +286,21 @@ func (s *Sandbox) HasBadge(b Badge) bool {
 
 // Age is how old the sandbox is at the view's time: since its root
 // started, or for a sandbox with no process left, since its youngest
-// leftover last changed.
+// leftover last changed (0 when none has a time: only links, mounts).
 func (v *View) Age(sb *Sandbox) time.Duration {
 	if sb.Root != nil {
 		return v.Time.Sub(v.Snapshot.StartTime(sb.Root.Process))
 	}
+	// The youngest leftover whose age the kernel gives: a link or a
+	// mount has none, and would make every sandbox that left one look new.
 	var age time.Duration
-	for i, l := range sb.Leftovers {
-		if a := l.Age(v.Time); i == 0 || a < age {
-			age = a
+	seen := false
+	for _, l := range sb.Leftovers {
+		if l.ModTime.IsZero() {
+			continue
+		}
+		if a := l.Age(v.Time); !seen || a < age {
+			age, seen = a, true
 		}
 	}
 	return age

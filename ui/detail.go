@@ -284,12 +284,28 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 func (d detail) leftovers(sb *model.Sandbox, c *rowCtx, add func(k, v string)) {
 	add("processes", "none left")
 	add("supervisor", supervisorText(sb.SupervisorNote))
+	add("leftovers", model.LeftoverSummary(sb.Leftovers))
+	// Grouped by kind, in the order a kill takes them (the model sorts
+	// them so): each under its kind's name.
 	for _, lo := range sb.Leftovers {
 		what := "a kill removes it"
 		if !lo.Removable() {
 			what = "kept: " + lo.Keep
 		}
-		add("leftover", fmt.Sprintf("%s %s, unchanged for %s; %s; %s", lo.Kind, lo.Path, format.Age(lo.Age(c.view.Time)), lo.Why, what))
+		where := lo.Path
+		switch {
+		case lo.Netns != "":
+			where += " in netns " + lo.Netns
+		case lo.NSPID != 0:
+			where += " in the mount namespace of pid " + strconv.Itoa(lo.NSPID)
+		case lo.Hierarchy != "":
+			where += " (" + lo.Hierarchy + ")"
+		}
+		age := "no age known"
+		if !lo.ModTime.IsZero() {
+			age = "unchanged for " + format.Age(lo.Age(c.view.Time))
+		}
+		add(string(lo.Kind), fmt.Sprintf("%s, %s; %s; %s", where, age, lo.Why, what))
 	}
 }
 

@@ -63,7 +63,7 @@ func TestViewGolden(t *testing.T) {
 		{name: "detail_leftover", w: 120, h: 30, views: leftoverViews(), steps: func(t *testing.T, m *Model) {
 			cursorTo(t, m, rowKey{sandbox: "vm0:dead-run-1"})
 			settle(m, keys("enter")...)
-		}, want: []string{"[leftover]", "none left", "dir /run/vm0/sock/dead-run-1", "kept: supervisor /usr/local/bin/runner"}},
+		}, want: []string{"[leftover]", "none left", "dir        /run/vm0/sock/dead-run-1", "[leftover] 1 leftover: 1 dir", "leftovers  1 leftover: 1 dir", "kept: supervisor /usr/local/bin/runner"}},
 		{name: "full_help", w: 120, h: 24, steps: press("?"), want: []string{"expand/collapse all", "fewer keys"}},
 		{name: "narrow", w: 80, h: 24, steps: press("e"), want: []string{"BADGES/COMMAND", "[orphan] 2 [zombie] 1 [paused] 1", "row 1 of 16"}},
 		{name: "too_small", w: 50, h: 10, want: []string{"terminal too small: 50×10"}},

@@ -267,6 +267,9 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 			tail = "processes in no sandbox"
 		} else {
 			pills = r.sb.Badges
+			// A leftover sandbox has no process to show: the row says
+			// what it left, by kind.
+			tail = model.LeftoverSummary(r.sb.Leftovers)
 		}
 	default:
 		style = t.styles.ProcRow
