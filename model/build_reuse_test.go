@@ -288,7 +288,7 @@ func dumpView(v *View) string {
 				parent = m.Parent.PID
 			}
 			fmt.Fprintf(&b, "  %s via=%v by=%s depth=%d parent=%d children=%v orphan=%v state=%c cpu=%d\n",
-				ptr(m.Process), m.Via, m.MatchedBy, m.Depth, parent, pids(m.Children), m.Orphan, m.State, m.CPUTicks)
+				ptr(m.Process), m.Via, m.MatchedBy, m.Depth, parent, pids(m.Children), m.Escaped, m.State, m.CPUTicks)
 		}
 	}
 	for _, p := range v.Unattributed {

@@ -263,16 +263,20 @@ func TestBuild(t *testing.T) {
 					t.Errorf("cgroup %q, want dedicated /boxlite/%s", sb.Cgroup, boxID)
 				}
 				byPID := members(sb)
-				if m := byPID[510]; m.Via != ViaCgroup || !m.Orphan {
-					t.Errorf("escaped child via %v orphan %v, want cgroup and orphan", m.Via, m.Orphan)
+				if m := byPID[510]; m.Via != ViaCgroup || !m.Escaped {
+					t.Errorf("escaped child via %v escaped %v, want cgroup and escaped", m.Via, m.Escaped)
 				}
-				if m := byPID[511]; m.Via != ViaCgroup || m.Orphan || m.Depth != 1 {
-					t.Errorf("escaped grandchild via %v orphan %v depth %d", m.Via, m.Orphan, m.Depth)
+				if m := byPID[511]; m.Via != ViaCgroup || m.Escaped || m.Depth != 1 {
+					t.Errorf("escaped grandchild via %v escaped %v depth %d", m.Via, m.Escaped, m.Depth)
 				}
 				if sb.Root.PID != 500 {
 					t.Errorf("root %d, want 500", sb.Root.PID)
 				}
-				wantBadges(t, sb, BadgeOrphan)
+				// An escaped child is not a lost supervisor.
+				if sb.Escaped != 1 || sb.Orphan {
+					t.Errorf("escaped %d orphan %v, want 1 and no orphan", sb.Escaped, sb.Orphan)
+				}
+				wantBadges(t, sb)
 			},
 		},
 		{
@@ -521,10 +525,29 @@ func TestBuild(t *testing.T) {
 			check: func(t *testing.T, v *View) {
 				sb := one(t, v, ctr)
 				ms := members(sb)
-				if !ms[1510].Orphan || ms[1501].Orphan || ms[1500].Orphan {
-					t.Errorf("orphan flags: escaped %v, init %v, shim %v", ms[1510].Orphan, ms[1501].Orphan, ms[1500].Orphan)
+				if !ms[1510].Escaped || ms[1501].Escaped || ms[1500].Escaped {
+					t.Errorf("escaped flags: escaped %v, init %v, shim %v", ms[1510].Escaped, ms[1501].Escaped, ms[1500].Escaped)
 				}
+				// Nothing listens on /x.sock: the supervisor is gone.
 				wantBadges(t, sb, BadgeOrphan)
+			},
+		},
+		{
+			name: "a healthy container with an escaped child is no orphan",
+			snap: listening(snap(
+				pr(1500, 1, "/usr/bin/containerd-shim-runc-v2 -namespace moby -id "+ctr+" -address /x.sock", cgroup("/system.slice/containerd.service")),
+				pr(1501, 1500, "nginx", cgroup(docker)),
+				pr(1510, 1, "escaped-daemon", cgroup(docker)),
+			), "/x.sock"),
+			check: func(t *testing.T, v *View) {
+				sb := one(t, v, ctr)
+				if !members(sb)[1510].Escaped || sb.Escaped != 1 {
+					t.Errorf("the double-forked child is not counted as escaped (%d)", sb.Escaped)
+				}
+				if sb.Orphan || !sb.Supervised || sb.SupervisorNote != "supervisor listens on /x.sock" {
+					t.Errorf("orphan %v supervised %v (%s), want supervised", sb.Orphan, sb.Supervised, sb.SupervisorNote)
+				}
+				wantBadges(t, sb)
 			},
 		},
 	}...)
@@ -620,6 +643,14 @@ func wantPIDs(t *testing.T, sb *Sandbox, want ...int) {
 	if got := pids(sb.Members); !slices.Equal(got, want) {
 		t.Errorf("%s members %v, want %v", sb.ID, got, want)
 	}
+}
+
+// listening marks the socket paths as listened on in s.
+func listening(s *proc.Snapshot, paths ...string) *proc.Snapshot {
+	for _, p := range paths {
+		s.Listeners[p] = true
+	}
+	return s
 }
 
 func wantBadges(t *testing.T, sb *Sandbox, want ...Badge) {

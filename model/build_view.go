@@ -107,7 +107,7 @@ func layTree(sb *Sandbox, ms []*Member, parentOf func(*Member) *Member, kids *ch
 		// is its shim or its container's init, both members once the shim
 		// is recognised (a pod's shim is folded into the pod). One that a
 		// rule recognised by its own argv stands on its own.
-		m.Orphan = m != root && (m.PPID <= 1 || m.Via == ViaCgroup || m.Via == ViaSticky || m.MatchedBy == ByCgroup)
+		m.Escaped = m != root && (m.PPID <= 1 || m.Via == ViaCgroup || m.Via == ViaSticky || m.MatchedBy == ByCgroup)
 	}
 	sb.Members = make([]*Member, 0, len(ms))
 	var walk func(m *Member, depth int)
@@ -271,8 +271,9 @@ func describe(p *proc.Process) string {
 	return name + " (pid " + strconv.Itoa(p.PID) + ")"
 }
 
-// badge derives zombie and paused state and the badge list from the
-// members and the supervisor's verdict (sb.Orphan on entry).
+// badge derives zombie, escaped and paused state and the badge list from
+// the members and the supervisor's verdict (sb.Orphan on entry, which
+// escaped members leave alone: an escaped child is not a lost supervisor).
 //
 // A sandbox is paused when its workload is: `ctr task pause`, `docker
 // pause` and `podman pause` freeze the container's own cgroup, while the
@@ -283,14 +284,14 @@ func describe(p *proc.Process) string {
 func badge(sb *Sandbox, snap *proc.Snapshot) {
 	live, stopped, frozen := 0, 0, 0
 	work, workFrozen := 0, 0
-	sb.Zombies, sb.Badges = 0, nil
+	sb.Zombies, sb.Escaped, sb.Badges = 0, 0, nil
 	for _, m := range sb.Members {
-		if m.Orphan {
-			sb.Orphan = true
-		}
 		if m.Zombie() {
 			sb.Zombies++
 			continue
+		}
+		if m.Escaped {
+			sb.Escaped++
 		}
 		live++
 		if m.Stopped() {

@@ -96,8 +96,10 @@ type ProcessJSON struct {
 	CPUSeconds float64   `json:"cpu_seconds"`
 	RSSBytes   uint64    `json:"rss_bytes"`
 	Threads    int       `json:"threads"`
-	Orphan     bool      `json:"orphan"`
-	Zombie     bool      `json:"zombie"`
+	// Escaped is set for a process that left its sandbox's tree (see
+	// model.Member.Escaped).
+	Escaped bool `json:"escaped"`
+	Zombie  bool `json:"zombie"`
 	// PartlyUnreadable is set when some field could not be read.
 	PartlyUnreadable bool `json:"partly_unreadable"`
 }
@@ -290,7 +292,7 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 	}
 	for _, m := range sb.Members {
 		pj := v.processJSON(m.Process)
-		pj.Orphan = m.Orphan
+		pj.Escaped = m.Escaped
 		s.Processes = append(s.Processes, pj)
 	}
 	return s

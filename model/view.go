@@ -21,6 +21,12 @@ const (
 	BadgeLeftover Badge = "leftover"
 )
 
+// MarkEscaped marks a process that escaped its sandbox's tree (see
+// Member.Escaped) where a process's state is shown. It is no sandbox
+// badge: an escaped child says nothing of the sandbox's supervisor, so it
+// is not in Badges, and never the orphan badge.
+const MarkEscaped Badge = "escaped"
+
 // Badges lists every badge, in display order: the header counts them, the
 // filter language accepts them, and nothing else keeps a copy. Read-only.
 var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused, BadgeLeftover}
@@ -127,8 +133,14 @@ type Sandbox struct {
 	// PausedNote says which part of a paused sandbox is frozen or stopped
 	// ("" when it is not paused).
 	PausedNote string
-	Orphan     bool
-	Zombies    int
+	// Orphan means one thing: the sandbox's supervisor is gone. A member
+	// that escaped its tree while the supervisor lives is counted in
+	// Escaped instead.
+	Orphan bool
+	// Escaped counts the live members that left their tree (see
+	// Member.Escaped).
+	Escaped int
+	Zombies int
 	// Dead is true when every member is a zombie.
 	Dead bool
 	// CgroupOnly is true when nothing but a cgroup a rule recognised names
@@ -177,12 +189,15 @@ type Member struct {
 	Depth    int
 	Parent   *Member
 	Children []*Member
-	// Via says why the process is in the sandbox. It and Orphan sit next
+	// Via says why the process is in the sandbox. It and Escaped sit next
 	// to ord and sb, with which they fill one word (there is a Member per
 	// process).
 	Via Via
-	// Orphan marks a member re-parented away from its tree.
-	Orphan bool
+	// Escaped marks a member that left its tree: double-forked and
+	// re-parented to PID 1 or a subreaper, still the sandbox's by its
+	// cgroup. It says nothing of the sandbox's supervisor (see
+	// Sandbox.Orphan).
+	Escaped bool
 
 	// ord is the member's position in its sandbox's Members, sb the
 	// sandbox's in View.Sandboxes.

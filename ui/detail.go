@@ -240,6 +240,11 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		procs += " (" + format.Count(sb.Zombies, "zombie", "zombies") + ")"
 	}
 	add("processes", procs)
+	if sb.Escaped > 0 {
+		// Its own line, never the orphan badge: the supervisor may be
+		// alive and well.
+		add("escaped", format.Count(sb.Escaped, "process", "processes")+" left the tree (double-forked, re-parented): the sandbox's still, by its cgroup; a teardown takes them too")
+	}
 	// What a teardown of it would do, worded as the confirmation and the
 	// CLI word it: planning is pure, and the plan is thrown away.
 	plan, planErr := teardown.PlanSandbox(c.view, sb, teardown.PlanOptions{Grace: c.grace})
@@ -333,8 +338,8 @@ func (d detail) process(r *row, c *rowCtx, inner int) (string, []string) {
 
 	if r.m != nil {
 		in := fmt.Sprintf("%s (%s), joined by %s", r.sb.Name(), r.sb.Runtime, r.m.Via)
-		if r.m.Orphan {
-			in += "; re-parented away from its tree (orphan)"
+		if r.m.Escaped {
+			in += "; escaped its tree (re-parented to pid " + strconv.Itoa(p.PPID) + "), still the sandbox's"
 		}
 		add("sandbox", in)
 	} else {

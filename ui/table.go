@@ -277,8 +277,8 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 			style = t.styles.FaintRow
 		}
 		b.WriteString("  ")
-		if r.m != nil && r.m.Orphan {
-			pills = []model.Badge{model.BadgeOrphan}
+		if r.m != nil && r.m.Escaped {
+			pills = []model.Badge{model.MarkEscaped}
 		}
 		tail = format.Printable(format.Command(r.p.Argv, r.p.Comm))
 		if t.hscroll > 0 {

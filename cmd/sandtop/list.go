@@ -133,8 +133,8 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 		if o.tree {
 			for _, m := range sb.Members {
 				flags := ""
-				if m.Orphan {
-					flags = " [orphan]"
+				if m.Escaped {
+					flags = " [" + string(model.MarkEscaped) + "]"
 				}
 				rows = append(rows, []string{
 					"", "", string(m.State), strconv.Itoa(m.PID),
