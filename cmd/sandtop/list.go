@@ -102,7 +102,14 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 	snap := v.Snapshot
 
 	var rows [][]string
-	kinds := []rowKind{}
+	// under holds, for each row of the table, the lines printed under it
+	// in tree view: its leftovers and processes, laid out on their own
+	// from the left margin, so that the command gets the width and not
+	// the columns of the sandbox rows.
+	var under [][]string
+	procLine := func(state, pid, cpu, rss, age, cmd string) string {
+		return fmt.Sprintf("  %7s %1s %8s %6s %8s  %s", pid, state, cpu, rss, age, cmd)
+	}
 	for _, sb := range v.Sandboxes {
 		var ticks, rss uint64
 		for _, m := range sb.Members {
@@ -119,42 +126,39 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 			format.Bytes(rss), format.Age(v.Age(sb)),
 			st.Badges(sb.Badges),
 		})
-		kinds = append(kinds, rowSandbox)
+		var sub []string
 		if o.tree {
 			for _, l := range sb.Leftovers {
 				what := string(l.Kind) + " " + l.Path
 				if !l.Removable() {
 					what += " (kept: " + l.Keep + ")"
 				}
-				rows = append(rows, []string{"", "", "", "", "", "", format.Age(l.Age(v.Time)), what})
-				kinds = append(kinds, rowProcess)
+				sub = append(sub, procLine("", "", "", "", format.Age(l.Age(v.Time)), what))
 			}
-		}
-		if o.tree {
 			for _, m := range sb.Members {
 				flags := ""
 				if m.Escaped {
 					flags = " [" + string(model.MarkEscaped) + "]"
 				}
-				rows = append(rows, []string{
-					"", "", string(m.State), strconv.Itoa(m.PID),
+				sub = append(sub, procLine(string(m.State), strconv.Itoa(m.PID),
 					format.CPUTime(snap.CPUSeconds(m.Process)), format.Bytes(m.RSS),
 					format.Age(v.Time.Sub(snap.StartTime(m.Process))),
-					format.TreePrefix(m) + format.Command(m.Argv, m.Comm) + flags,
-				})
-				kinds = append(kinds, rowProcess)
+					format.TreePrefix(m)+format.Command(m.Argv, m.Comm)+flags))
 			}
 		}
+		under = append(under, sub)
 	}
 	if o.all && len(v.Unattributed) > 0 {
 		rows = append(rows, []string{"(host)", "-", strconv.Itoa(len(v.Unattributed)), "", "", "", "", "processes in no sandbox"})
-		kinds = append(kinds, rowSandbox)
-		for _, p := range v.Unattributed {
-			rows = append(rows, []string{"", "", string(p.State), strconv.Itoa(p.PID),
-				format.CPUTime(snap.CPUSeconds(p)), format.Bytes(p.RSS),
-				format.Age(v.Time.Sub(snap.StartTime(p))), format.Command(p.Argv, p.Comm)})
-			kinds = append(kinds, rowProcess)
+		var sub []string
+		if o.tree {
+			for _, p := range v.Unattributed {
+				sub = append(sub, procLine(string(p.State), strconv.Itoa(p.PID),
+					format.CPUTime(snap.CPUSeconds(p)), format.Bytes(p.RSS),
+					format.Age(v.Time.Sub(snap.StartTime(p))), format.Command(p.Argv, p.Comm)))
+			}
 		}
+		under = append(under, sub)
 	}
 
 	// Every cell may hold what a process chose (its argv, an ID or path
@@ -171,19 +175,39 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 		lines, ok = plainTable(headers, rows, numeric)
 	}
 	if !ok {
-		lines = tableLines(r, headers, rows, kinds, numeric)
+		lines = tableLines(r, headers, rows, numeric)
+	}
+	if o.tree {
+		lines = interleave(lines, under, st, procLine("S", "PID", "CPU", "RSS", "AGE", "COMMAND"))
 	}
 	writeLines(w, lines, o.width)
 	writeListFooter(w, v)
 }
 
+// interleave puts under each row's line of the table (a header line
+// first) the lines of its processes, escaped, faint as the screen draws
+// them; head names their columns, under the table's header.
+func interleave(table []string, under [][]string, st *theme.Theme, head string) []string {
+	if len(table) != len(under)+1 {
+		return table // a table that wrapped a row: nothing to hang the lines on
+	}
+	faint := st.Renderer().NewStyle().Faint(true)
+	out := []string{table[0], faint.Render(head)}
+	for i, sub := range under {
+		out = append(out, table[i+1])
+		for _, l := range sub {
+			out = append(out, faint.Render(model.Printable(l)))
+		}
+	}
+	return out
+}
+
 // tableLines renders the list's table with lipgloss: its styles, and
 // what plainTable does not handle.
-func tableLines(r *lipgloss.Renderer, headers []string, rows [][]string, kinds []rowKind, numeric func(int) bool) []string {
+func tableLines(r *lipgloss.Renderer, headers []string, rows [][]string, numeric func(int) bool) []string {
 	header := r.NewStyle().Bold(true).Padding(0, 1)
 	cell := r.NewStyle().Padding(0, 1)
 	num := cell.Align(lipgloss.Right)
-	dim := cell.Faint(true)
 	t := table.New().
 		BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
 		BorderColumn(false).BorderHeader(false).
@@ -195,8 +219,6 @@ func tableLines(r *lipgloss.Renderer, headers []string, rows [][]string, kinds [
 				return header
 			case numeric(col):
 				return num
-			case kinds[row] == rowProcess && col < 2:
-				return dim
 			}
 			return cell
 		})
@@ -283,13 +305,6 @@ func writeListFooter(w io.Writer, v *model.View) {
 		fmt.Fprintf(w, "no sandboxes on %s (%s in none; --all lists them)\n", model.Printable(v.Host), format.Count(len(v.Unattributed), "process", "processes"))
 	}
 }
-
-type rowKind uint8
-
-const (
-	rowSandbox rowKind = iota
-	rowProcess
-)
 
 func badges(bs []model.Badge) string {
 	s := make([]string, len(bs))

@@ -89,20 +89,18 @@ func TestPlainTableIsTheTable(t *testing.T) {
 	r.SetColorProfile(termenv.Ascii)
 	for n := range 200 {
 		var rows [][]string
-		var kinds []rowKind
 		for range rng.IntN(12) {
 			row := make([]string, len(headers))
 			for c := range row {
 				row[c] = cellOf()
 			}
 			rows = append(rows, row)
-			kinds = append(kinds, rowKind(rng.IntN(2)))
 		}
 		got, ok := plainTable(headers, rows, numeric)
 		if !ok {
 			t.Fatalf("case %d: printable ASCII refused", n)
 		}
-		want := tableLines(r, headers, rows, kinds, numeric)
+		want := tableLines(r, headers, rows, numeric)
 		trim := func(ls []string) string {
 			out := make([]string, len(ls))
 			for i, l := range ls {
