@@ -8,13 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/reap"
 )
 
 // TestDocsMetricsTable holds the metrics table of docs/serve.md to what
 // the exporter serves with --per-sandbox over a view that has every kind
-// of series: each sandtop_ metric has its row, and each row a metric.
+// of series, with the reaper's metrics beside them as `reap --listen`
+// serves them: each sandtop_ metric has its row, and each row a metric.
 func TestDocsMetricsTable(t *testing.T) {
-	e, err := New(nil, Options{Runtimes: []string{"vm0"}, PerSandbox: true, PerSandboxLimit: 10})
+	reaper := reap.NewMetrics()
+	e, err := New(nil, Options{Runtimes: []string{"vm0"}, PerSandbox: true, PerSandboxLimit: 10, Collectors: reaper.Collectors()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +30,18 @@ func TestDocsMetricsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served []string
+	// The reaper's vectors have no series until it acts: their names come
+	// from their descriptors.
+	descs := make(chan *prometheus.Desc, 64)
+	for _, c := range reaper.Collectors() {
+		c.Describe(descs)
+	}
+	close(descs)
+	for d := range descs {
+		if m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String()); m != nil {
+			served = append(served, m[1])
+		}
+	}
 	for _, f := range families {
 		if strings.HasPrefix(f.GetName(), "sandtop_") {
 			served = append(served, f.GetName())
@@ -42,12 +60,12 @@ func TestDocsMetricsTable(t *testing.T) {
 	}
 	for _, name := range served {
 		if !slices.Contains(documented, name) {
-			t.Errorf("metric %s is served but docs/serve.md's table has no row for it", name)
+			t.Errorf("metric %s is exported but docs/serve.md's table has no row for it", name)
 		}
 	}
 	for _, name := range documented {
 		if !slices.Contains(served, name) {
-			t.Errorf("docs/serve.md's table has a row for %s, which serve does not export", name)
+			t.Errorf("docs/serve.md's table has a row for %s, which neither serve nor the reaper exports", name)
 		}
 	}
 }
