@@ -58,6 +58,76 @@ type SandboxJSON struct {
 	Processes []ProcessJSON `json:"processes"`
 	// Leftovers lists what a sandbox with no process left still holds.
 	Leftovers []LeftoverJSON `json:"leftovers,omitempty"`
+	// Resources is what the sandbox uses and may use; null for one with
+	// no process left.
+	Resources *ResourcesJSON `json:"resources"`
+	// Trouble is the evidence for the badges oom, stuck and hollow.
+	Trouble *TroubleJSON `json:"trouble,omitempty"`
+}
+
+// ResourcesJSON is a sandbox's Resources in a Document. A figure its
+// cgroup does not have is null, and so is a limit it does not set.
+type ResourcesJSON struct {
+	CPUSeconds       float64      `json:"cpu_seconds"`
+	MemoryBytes      uint64       `json:"memory_bytes"`
+	MemoryPeakBytes  *uint64      `json:"memory_peak_bytes"`
+	MemoryLimitBytes *uint64      `json:"memory_limit_bytes"`
+	CPULimitCores    *float64     `json:"cpu_limit_cores"`
+	PIDs             uint64       `json:"pids"`
+	PIDsLimit        *uint64      `json:"pids_limit"`
+	IOReadBytes      *uint64      `json:"io_read_bytes"`
+	IOWriteBytes     *uint64      `json:"io_write_bytes"`
+	OOMKills         *uint64      `json:"oom_kills"`
+	Pressure         PressureJSON `json:"pressure"`
+	// Source is "cgroup" or "processes": where the workload's CPU and
+	// memory come from.
+	Source   string   `json:"source"`
+	Overhead PartJSON `json:"overhead"`
+	Workload PartJSON `json:"workload"`
+	// WorkloadIs says what the workload is (for a VM: the guest as the
+	// host sees it).
+	WorkloadIs string `json:"workload_is"`
+}
+
+// PressureJSON is some avg10 of each pressure file, in percent.
+type PressureJSON struct {
+	CPU    *float64 `json:"cpu"`
+	Memory *float64 `json:"memory"`
+	IO     *float64 `json:"io"`
+}
+
+// PartJSON is one side of a sandbox's split.
+type PartJSON struct {
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	MemoryBytes uint64  `json:"memory_bytes"`
+	Processes   int     `json:"processes"`
+}
+
+// TroubleJSON is a sandbox's Trouble in a Document.
+type TroubleJSON struct {
+	OOM    []OOMJSON   `json:"oom,omitempty"`
+	Stuck  []StuckJSON `json:"stuck,omitempty"`
+	Hollow string      `json:"hollow,omitempty"`
+}
+
+// OOMJSON is one OOMEvidence.
+type OOMJSON struct {
+	Source string    `json:"source"`
+	Time   time.Time `json:"time"`
+	Kills  uint64    `json:"kills"`
+	PID    int       `json:"pid,omitempty"`
+	Comm   string    `json:"comm,omitempty"`
+	Host   bool      `json:"host_oom"`
+	VMM    bool      `json:"vmm"`
+	Detail string    `json:"detail"`
+}
+
+// StuckJSON is one StuckEvidence.
+type StuckJSON struct {
+	PID          int     `json:"pid"`
+	Comm         string  `json:"comm"`
+	Wchan        string  `json:"wchan"`
+	StuckSeconds float64 `json:"stuck_seconds"`
 }
 
 // LeftoverJSON is one leftover in a Document.
@@ -295,7 +365,32 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 		pj.Escaped = m.Escaped
 		s.Processes = append(s.Processes, pj)
 	}
+	if r := v.Resources(sb); r != nil {
+		s.Resources = resourcesJSON(r)
+	}
+	if t := sb.Trouble; t != nil {
+		s.Trouble = &TroubleJSON{Hollow: t.Hollow}
+		for _, e := range t.OOM {
+			s.Trouble.OOM = append(s.Trouble.OOM, OOMJSON{Source: e.Source, Time: e.Time.UTC().Truncate(time.Second), Kills: e.Kills, PID: e.PID, Comm: e.Comm, Host: e.Host, VMM: e.VMM, Detail: e.Detail})
+		}
+		for _, e := range t.Stuck {
+			s.Trouble.Stuck = append(s.Trouble.Stuck, StuckJSON{PID: e.PID, Comm: e.Comm, Wchan: e.Wchan, StuckSeconds: v.Time.Sub(e.Since).Truncate(time.Second).Seconds()})
+		}
+	}
 	return s
+}
+
+func resourcesJSON(r *Resources) *ResourcesJSON {
+	part := func(p Part) PartJSON {
+		return PartJSON{CPUSeconds: p.CPUSeconds, MemoryBytes: p.MemoryBytes, Processes: p.Processes}
+	}
+	return &ResourcesJSON{
+		CPUSeconds: r.CPUSeconds, MemoryBytes: r.MemoryBytes, MemoryPeakBytes: r.MemoryPeakBytes,
+		MemoryLimitBytes: r.MemoryLimitBytes, CPULimitCores: r.CPULimitCores,
+		PIDs: r.PIDs, PIDsLimit: r.PIDsLimit, IOReadBytes: r.IOReadBytes, IOWriteBytes: r.IOWriteBytes,
+		OOMKills: r.OOMKills, Pressure: PressureJSON{CPU: r.Pressure.CPU, Memory: r.Pressure.Memory, IO: r.Pressure.IO},
+		Source: r.Source, Overhead: part(r.Overhead), Workload: part(r.Workload), WorkloadIs: r.WorkloadNote,
+	}
 }
 
 func (v *View) processJSON(p *proc.Process) ProcessJSON {

@@ -88,6 +88,7 @@ var presets = sync.OnceValue(func() Rules {
 			Supervisor:   vm0Supervisor,
 			Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
 			Leftovers:    vm0Sockets,
+			Guest:        true,
 			Doc:          "vm0 runner's Firecracker, by the {base}/workspaces/{id} cwd the runner spawns it in: " + vm0Docs,
 		},
 		{
@@ -98,6 +99,7 @@ var presets = sync.OnceValue(func() Rules {
 			Supervisor:   vm0Supervisor,
 			Cleanup:      []string{"{base}/workspaces/{id}", "/run/vm0/sock/{id}"},
 			Leftovers:    vm0Sockets,
+			Guest:        true,
 			Doc:          "vm0 runner's Firecracker, fresh boot (firecracker --config-file {base}/workspaces/{id}/config.json --no-api), for when the cwd is unreadable: " + vm0Docs,
 		},
 		{
@@ -110,6 +112,7 @@ var presets = sync.OnceValue(func() Rules {
 			// the socket directory can be cleaned up.
 			Cleanup:   []string{"/run/vm0/sock/{id}"},
 			Leftovers: vm0Sockets,
+			Guest:     true,
 			Doc:       "vm0 runner's Firecracker, snapshot restore (firecracker --api-sock /run/vm0/sock/{id}/api.sock), for when the cwd is unreadable: " + vm0Docs,
 		},
 		{
@@ -125,12 +128,14 @@ var presets = sync.OnceValue(func() Rules {
 			Exe:       re(`(?:^|/)firecracker[^/]*$`),
 			Flag:      "--id",
 			Leftovers: jailerLeftovers,
+			Guest:     true,
 			Doc:       "Firecracker with an --id, as the jailer execs it (/firecracker --id <id> --start-time-us … in its chroot; the exec file's name must contain \"firecracker\"): firecracker-microvm/firecracker src/jailer/src/env.rs (exec_command), docs/jailer.md",
 		},
 		{
-			Name: "boxlite",
-			Exe:  re(`/boxes/(?P<id>` + boxID + `)/bin/boxlite-shim$`),
-			Doc:  "boxlite shim, copied into each box as ~/.boxlite/boxes/<id>/bin/boxlite-shim: boxlite-ai/boxlite src/boxlite/src/jailer/shim_copy.rs; IDs per src/boxlite/src/runtime/id.rs",
+			Name:  "boxlite",
+			Exe:   re(`/boxes/(?P<id>` + boxID + `)/bin/boxlite-shim$`),
+			Guest: true,
+			Doc:   "boxlite shim, copied into each box as ~/.boxlite/boxes/<id>/bin/boxlite-shim: boxlite-ai/boxlite src/boxlite/src/jailer/shim_copy.rs; IDs per src/boxlite/src/runtime/id.rs",
 		},
 		{
 			Name: "boxlite",
@@ -150,6 +155,7 @@ var presets = sync.OnceValue(func() Rules {
 			NamespaceFlag: "-namespace",
 			ExcludeArgv:   re(shimHelper),
 			Supervisor:    containerd,
+			Guest:         true,
 			Doc:           "CubeSandbox shim with the hypervisor in-process (containerd-shim-cube-rs -namespace <ns> -id <sandbox> -address <cubelet socket>): TencentCloud/CubeSandbox CubeShim/shim/src/service/srv.rs (containerd_shim spawn), Cubelet/services/cubebox/local.go",
 		},
 		{
@@ -168,6 +174,7 @@ var presets = sync.OnceValue(func() Rules {
 			Argv:       re(`(?:^| )-name sandbox-(?P<id>[^ ,]+)(?:[, ]|$)`),
 			Supervisor: Supervisor{Ancestor: re(`(?:^|/)containerd-shim-kata-v2 `)},
 			Leftovers:  kataLeftovers,
+			Guest:      true,
 			Doc:        "Kata Containers QEMU (qemu-system-* -name sandbox-<id>[,debug-threads=on] … -pidfile /run/vc/vm/<id>/pid): kata-containers/kata-containers src/runtime/virtcontainers/qemu.go (govmmQemu.Config Name, PidFile)",
 		},
 		{
@@ -184,6 +191,7 @@ var presets = sync.OnceValue(func() Rules {
 			Exe:        re(`(?:^|/)runsc-sandbox$`),
 			Argv:       re(`(?:^| )boot (?:.* )?(?P<id>[^ -][^ ]*)$`),
 			Supervisor: Supervisor{Ancestor: re(shimAncestor)},
+			Guest:      true,
 			Doc:        "gVisor sandbox (Sentry): argv[0] set to runsc-sandbox, `boot` subcommand, container ID as the last argument: google/gvisor runsc/sandbox/sandbox.go (createSandboxProcess)",
 		},
 		{

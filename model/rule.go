@@ -44,6 +44,13 @@ type Rule struct {
 	NestedPIDNamespace bool
 	// ProcessGroup puts the matched process's whole process group in the sandbox.
 	ProcessGroup bool
+	// Guest marks the process the rule recognises as the one that runs
+	// the sandbox's guest (a VMM, gVisor's Sentry): its cost is the
+	// workload as the host sees it. Without it, a process a rule
+	// recognises is the runtime's own (a shim, conmon, a jailer), and its
+	// cost is overhead. A process recognised by its cgroup alone is
+	// neither: it is where it lives that says.
+	Guest bool
 	// Supervisor tells how to find the process that owns the sandbox; a
 	// sandbox whose rule names a supervisor that cannot be found is an orphan.
 	Supervisor Supervisor

@@ -19,6 +19,10 @@ const (
 	// BadgeLeftover marks a sandbox with no process left that still holds
 	// directories, sockets or cgroups (see Leftovers).
 	BadgeLeftover Badge = "leftover"
+	// BadgeOOM, BadgeStuck and BadgeHollow are a Watch's (see Trouble).
+	BadgeOOM    Badge = "oom"
+	BadgeStuck  Badge = "stuck"
+	BadgeHollow Badge = "hollow"
 )
 
 // MarkEscaped marks a process that escaped its sandbox's tree (see
@@ -29,7 +33,7 @@ const MarkEscaped Badge = "escaped"
 
 // Badges lists every badge, in display order: the header counts them, the
 // filter language accepts them, and nothing else keeps a copy. Read-only.
-var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused, BadgeLeftover}
+var Badges = []Badge{BadgeOrphan, BadgeZombie, BadgePaused, BadgeLeftover, BadgeOOM, BadgeStuck, BadgeHollow}
 
 // Via says why a process is in a sandbox (attribution rules 1–4).
 type Via uint8
@@ -80,9 +84,13 @@ type View struct {
 	// at 10,000 processes), and the Builder keeps it to compare the next
 	// snapshot with (see lastBuild.members): read-only.
 	members []*Member
-	// base is the view Leftovers.Apply added leftover sandboxes to: what
-	// the Builder built, and what it compares the next snapshot with.
+	// base is the view Leftovers.Apply added leftover sandboxes to (and
+	// Watch.Apply judged): what the Builder built, and what it compares
+	// the next snapshot with.
 	base *View
+	// resources holds each sandbox's figures by position, when a Watch
+	// worked them out (see View.Resources).
+	resources []Resources
 }
 
 // Sandbox is one sandbox: a set of processes that share an identity, which
@@ -163,6 +171,9 @@ type Sandbox struct {
 	// Leftovers is what a sandbox with no process left still holds (no
 	// Members, no Root, badge leftover); see Leftovers.Apply.
 	Leftovers []Leftover
+	// Trouble is the evidence for the badges oom, stuck and hollow; nil
+	// when the sandbox has none of them (see Watch).
+	Trouble *Trouble
 
 	// idx is the sandbox's position in View.Sandboxes. supOrphan is the
 	// supervisor's verdict alone (Orphan also counts escaped members), and

@@ -39,6 +39,9 @@ func FindMounts(mountinfo []byte) (Mounts, error) {
 				m.Freezer, m.FreezerRoot = e.mountPoint, e.root
 			}
 		}
+		if e.fsType == "cgroup" && (e.root == "/" || e.root == "") {
+			m.V1.add(e.mountPoint, e.superOptions)
+		}
 	}
 	return m, nil
 }
@@ -71,6 +74,11 @@ func (m Mounts) withSysRoot(sysRoot string) Mounts {
 	}
 	if m.Freezer != "" {
 		m.Freezer = filepath.Join(sysRoot, m.Freezer)
+	}
+	for _, p := range m.V1.points() {
+		if *p != "" {
+			*p = filepath.Join(sysRoot, *p)
+		}
 	}
 	return m
 }

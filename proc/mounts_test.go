@@ -23,7 +23,8 @@ func TestFindMounts(t *testing.T) {
 				"32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:4 - cgroup cgroup rw,cpu,cpuacct\n" +
 				"37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime shared:9 - cgroup cgroup rw,freezer\n" +
 				"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:13 - cgroup2 cgroup2 rw,nsdelegate\n",
-			want: Mounts{Unified: "/sys/fs/cgroup/unified", UnifiedRoot: "/", Freezer: "/sys/fs/cgroup/freezer", FreezerRoot: "/"},
+			want: Mounts{Unified: "/sys/fs/cgroup/unified", UnifiedRoot: "/", Freezer: "/sys/fs/cgroup/freezer", FreezerRoot: "/",
+				V1: V1Mounts{CPU: "/sys/fs/cgroup/cpu,cpuacct", CPUAcct: "/sys/fs/cgroup/cpu,cpuacct"}},
 		},
 		{
 			name: "pure v2",
@@ -39,6 +40,14 @@ func TestFindMounts(t *testing.T) {
 			name: "no cgroups at all",
 			info: rootFS + "23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n",
 			want: Mounts{},
+		},
+		{
+			name: "v1 resource controllers, and a subtree bind mount that does not count",
+			info: rootFS + cgTmpfs +
+				"34 31 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n" +
+				"35 31 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n" +
+				"36 31 0:36 /box /run/box/blkio rw,relatime - cgroup cgroup rw,blkio\n",
+			want: Mounts{V1: V1Mounts{Memory: "/sys/fs/cgroup/memory", PIDs: "/sys/fs/cgroup/pids"}},
 		},
 		{
 			name: "a v1 hierarchy named freezer-ish is not the freezer",

@@ -137,6 +137,16 @@ type Snapshot struct {
 	// Host is the machine's load, memory and CPU time; nil when the procfs
 	// has no such files (a fixture tree) or they could not be read.
 	Host *Host
+	// Resources holds what the cgroup files of sandboxes say, by cgroup,
+	// for the cgroups a ResourceReader was asked about; nil when none was.
+	Resources map[CgroupKey]*CgroupResources
+	// Wchans names the kernel function each process in uninterruptible
+	// sleep (state D) waits in, by pid, for the processes a
+	// ResourceReader was asked about.
+	Wchans map[int]string
+	// OOMKills are the kernel log's OOM kills a ResourceReader has read
+	// (nil when /dev/kmsg is not readable).
+	OOMKills []OOMKill
 }
 
 // StartTime turns a process's Start ticks into wall-clock time.
@@ -165,4 +175,33 @@ type Mounts struct {
 	// Freezer (mountinfo field 4): "/" for a whole hierarchy, a subtree for a
 	// bind mount. "" is taken as "/".
 	UnifiedRoot, FreezerRoot string
+	// V1 locates the v1 resource controllers, for the figures a hybrid
+	// host keeps there rather than in cgroup2 (see CgroupResources).
+	V1 V1Mounts
+}
+
+// V1Mounts are the mount points of the v1 hierarchies that hold resource
+// figures, "" for one not mounted. Only a mount of a hierarchy's root
+// counts: a bind mount of a subtree (a container's view) does not reach
+// the paths a sandbox's cgroup is named by.
+type V1Mounts struct {
+	Memory, CPU, CPUAcct, PIDs, Blkio string
+}
+
+// add records a v1 mount by the controllers in its super options
+// ("rw,cpu,cpuacct" for a joint mount); the first mount of each wins.
+func (v *V1Mounts) add(mountPoint, options string) {
+	for _, c := range []struct {
+		name string
+		to   *string
+	}{{"memory", &v.Memory}, {"cpu", &v.CPU}, {"cpuacct", &v.CPUAcct}, {"pids", &v.PIDs}, {"blkio", &v.Blkio}} {
+		if *c.to == "" && hasOption(options, c.name) {
+			*c.to = mountPoint
+		}
+	}
+}
+
+// points lists the fields, for rewriting them all.
+func (v *V1Mounts) points() []*string {
+	return []*string{&v.Memory, &v.CPU, &v.CPUAcct, &v.PIDs, &v.Blkio}
 }

@@ -179,6 +179,9 @@ func (s *Scanner) Close() error {
 // Mounts says where the cgroup hierarchies are, with Options.SysRoot applied.
 func (s *Scanner) Mounts() Mounts { return s.mounts }
 
+// ProcRoot returns where the scanned procfs is mounted.
+func (s *Scanner) ProcRoot() string { return s.root }
+
 // Seed fills the static-field cache from the processes of snap, an earlier
 // snapshot of the same /proc (same Options), so that the next Scan reads
 // only stat for the identities in it, as a refresh does. Teardown seeds

@@ -146,6 +146,10 @@ func TestScanFixtureHost(t *testing.T) {
 	wantMounts := Mounts{
 		Unified: filepath.Join(root, "sys/fs/cgroup/unified"), UnifiedRoot: "/",
 		Freezer: filepath.Join(root, "sys/fs/cgroup/freezer"), FreezerRoot: "/",
+		V1: V1Mounts{
+			Memory: filepath.Join(root, "sys/fs/cgroup/memory"), PIDs: filepath.Join(root, "sys/fs/cgroup/pids"),
+			CPU: filepath.Join(root, "sys/fs/cgroup/cpu,cpuacct"), CPUAcct: filepath.Join(root, "sys/fs/cgroup/cpu,cpuacct"),
+		},
 	}
 	if snap.Mounts != wantMounts || s.Mounts() != wantMounts {
 		t.Errorf("Mounts = %+v (scanner %+v), want %+v", snap.Mounts, s.Mounts(), wantMounts)

@@ -97,6 +97,7 @@ type Model struct {
 	sum     summary
 	users   map[int]string
 	cpu     *cpuSampler
+	io      *ioSampler
 
 	table      table
 	detail     detail
@@ -167,6 +168,7 @@ func New(o Options) *Model {
 		grace:    o.Grace,
 		lookup:   o.LookupUser,
 		cpu:      &cpuSampler{},
+		io:       &ioSampler{},
 		table:    table{styles: s},
 		detail:   detail{styles: s},
 		expanded: map[string]bool{},
@@ -302,6 +304,7 @@ func (m *Model) scanned(msg viewMsg) tea.Cmd {
 func (m *Model) apply(msg viewMsg) {
 	m.view, m.users, m.scanErr = msg.view, msg.users, nil
 	m.cpu.update(msg.view.Snapshot)
+	m.io.update(msg.view)
 	m.sum = summarize(msg.view)
 	m.pruneTags()
 	m.rebuild()
@@ -325,7 +328,7 @@ func (m *Model) rebuild() {
 		keep, had = r.key, true
 	}
 	rows := buildRows(rowsInput{
-		view: m.view, cpu: m.cpu, sort: m.sort, reverse: m.reverse, tree: m.tree, host: m.showHost,
+		view: m.view, cpu: m.cpu, io: m.io, sort: m.sort, reverse: m.reverse, tree: m.tree, host: m.showHost,
 		filter: m.flt, expanded: m.expanded,
 	})
 	m.shown = 0

@@ -18,6 +18,8 @@ const (
 	colCPU
 	colMem
 	colAge
+	colIO
+	colPressure
 	colLast // BADGES/COMMAND
 )
 
@@ -34,27 +36,50 @@ type column struct {
 	// usable command: 1 goes first, 0 never goes. A column added later
 	// takes a rank here and needs nothing else to make room.
 	drop int
+	// room, when set, is the width the last column must keep for this
+	// column to be shown at all: a column shown only when there is room.
+	room int
 }
 
 // allColumns are the table's columns left to right, each at full width;
-// the last takes the rest of the line. MEM, AGE and CPU leave a narrow
-// window in that order, as htop ranks them; the ID, the runtime and the
-// counts never go.
+// the last takes the rest of the line. IO and PRESSURE, the sandbox
+// cgroup's figures, are shown only when there is room: they leave a
+// narrow window first, then MEM, AGE and CPU in that order, as htop ranks
+// them; the ID, the runtime and the counts never go.
 func allColumns(idW int) []column {
 	return []column{
-		{colName, "ID/PID", idW, false, sortID, 0},
-		{colRuntime, "RUNTIME/USER", runtimeW, false, sortRuntime, 0},
-		{colCount, "PROCS/S", countW, true, sortProcs, 0},
-		{colCPU, "CPU%", cpuW, true, sortCPU, 3},
-		{colMem, "MEM", memW, true, sortMem, 1},
-		{colAge, "AGE/TIME+", ageW, true, sortAge, 2},
-		{colLast, "BADGES/COMMAND", 0, false, sortTrouble, 0},
+		{colName, "ID/PID", idW, false, sortID, 0, 0},
+		{colRuntime, "RUNTIME/USER", runtimeW, false, sortRuntime, 0, 0},
+		{colCount, "PROCS/S", countW, true, sortProcs, 0, 0},
+		{colCPU, "CPU%", cpuW, true, sortCPU, 5, 0},
+		{colMem, "MEM", memW, true, sortMem, 3, 0},
+		{colAge, "AGE/TIME+", ageW, true, sortAge, 4, 0},
+		{colIO, "IO", ioW, true, sortIO, 2, roomyRest},
+		{colPressure, "PRESSURE", pressureW, true, sortPressure, 1, roomyRest},
+		{colLast, "BADGES/COMMAND", 0, false, sortTrouble, 0, 0},
 	}
 }
 
+// candidates are allColumns with the sorted column kept the longest: a
+// column shown only when there is room shows while the rows are in its
+// order, so the order is never one the screen does not show.
+func (t *table) candidates(idW int) []column {
+	cols := allColumns(idW)
+	for i := range cols {
+		if c := &cols[i]; c.sort == t.sort && c.room > 0 {
+			c.room, c.drop = 0, len(cols)
+		}
+	}
+	return cols
+}
+
+// roomyRest is what the last column keeps besides the columns shown only
+// when there is room.
+const roomyRest = 48
+
 // fitColumns keeps the columns that leave the last one at least want
-// cells in width w, dropping by rank; it returns them and that last
-// width.
+// cells (and each column's room) in width w, dropping by rank; it
+// returns them and that last width.
 func fitColumns(cols []column, w, want int) ([]column, int) {
 	rest := func() int {
 		n := w - gutterW - arrowW
@@ -65,10 +90,11 @@ func fitColumns(cols []column, w, want int) ([]column, int) {
 		}
 		return n
 	}
-	for rest() < want {
+	for {
+		n := rest()
 		worst := -1
 		for i, c := range cols {
-			if c.drop > 0 && (worst < 0 || c.drop < cols[worst].drop) {
+			if c.drop > 0 && (n < want || c.room > n) && (worst < 0 || c.drop < cols[worst].drop) {
 				worst = i
 			}
 		}
@@ -118,8 +144,8 @@ func (t *table) layoutColumns() {
 	// A deep tree keeps a cell a level besides a command of minTailW.
 	want := max(minCommandW, t.depth+minTailW)
 	t.fullIDs = false
-	t.cols, t.restW = fitColumns(allColumns(short), t.width, want)
-	if cols, rest := fitColumns(allColumns(full), t.width, want); len(cols) == len(allColumns(0)) && rest >= max(t.longest, wideRest) {
+	t.cols, t.restW = fitColumns(t.candidates(short), t.width, want)
+	if cols, rest := fitColumns(t.candidates(full), t.width, want); len(cols) == len(allColumns(0)) && rest >= max(t.longest, wideRest) {
 		t.cols, t.restW, t.fullIDs = cols, rest, true
 	}
 	t.idW = t.cols[0].w

@@ -256,6 +256,7 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		add("cgroup", cmp.Or(sb.Cgroup, "none dedicated"))
 	}
 	add("state", sandboxState(sb))
+	d.resources(sb, c, add)
 	sup := supervisorText(sb.SupervisorNote)
 	switch {
 	case sb.Orphan:

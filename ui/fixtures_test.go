@@ -143,6 +143,7 @@ func fleetProcs(extra ...*proc.Process) []*proc.Process {
 // CPU grows between them so the CPU% column has something to show.
 func fleetViews(n int) []*model.View {
 	b := model.NewBuilder(testRules)
+	var w model.Watch
 	var prev *model.View
 	var out []*model.View
 	for i := range n {
@@ -150,7 +151,18 @@ func fleetViews(n int) []*model.View {
 			pr(110, 100, 3*time.Minute+12*time.Second, "/usr/bin/firecracker --api-sock /run/vm0/sock/"+idVM0+"/api.sock --id "+idVM0, ticks(uint64(1200+50*i))),
 			pr(303, 302, 40*time.Second, "nginx: worker process", cg("/kubepods/"+idShim), uid(101), ticks(uint64(20*i))),
 		)
-		prev = b.Build(snapshot(time.Duration(i)*time.Second, procs...), prev)
+		v := b.Build(snapshot(time.Duration(i)*time.Second, procs...), prev)
+		// Each dedicated cgroup does IO and feels memory pressure, the
+		// later ones more, so the IO and pressure orders mean something.
+		keys, _ := model.ResourceWants(v)
+		v.Snapshot.Resources = map[proc.CgroupKey]*proc.CgroupResources{}
+		for j, k := range keys {
+			v.Snapshot.Resources[k] = &proc.CgroupResources{
+				Have:   proc.HaveIO | proc.HavePressureMemory | proc.HaveMemoryLimit,
+				IORead: uint64((i + 1) * (j + 1) << 20), PressureMemory: float64(5 * (j + 1)), MemoryLimit: 256 << 20,
+			}
+		}
+		prev = w.Apply(v)
 		out = append(out, prev)
 	}
 	return out

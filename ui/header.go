@@ -107,6 +107,9 @@ func (s *Styles) header(h headerState, width int) string {
 	default:
 		var badges []string
 		for _, b := range model.Badges {
+			if h.sum.badges[b] == 0 && !alwaysCounted(b) {
+				continue
+			}
 			badges = append(badges, s.Badge(b)+" "+s.HeaderText.Render(fmt.Sprint(h.sum.badges[b])))
 		}
 		parts = append(parts,
@@ -193,4 +196,16 @@ func (s *Styles) meters(h *proc.Host, c *cpuSampler) string {
 	return label("cpu ") + st.Render(cpu) +
 		label("  mem ") + s.HeaderText.Render(format.Bytes(used)+"/"+format.Bytes(h.MemTotal)) +
 		label("  load ") + s.HeaderText.Render(fmt.Sprintf("%.2f %.2f %.2f", h.Load[0], h.Load[1], h.Load[2]))
+}
+
+// alwaysCounted reports whether the header counts badge b even at 0: the
+// badges of sandboxes an operator tears down. The trouble a Watch finds
+// (oom, stuck, hollow) is counted only when some sandbox has it, so that
+// an 80-column header keeps room for it when it matters.
+func alwaysCounted(b model.Badge) bool {
+	switch b {
+	case model.BadgeOOM, model.BadgeStuck, model.BadgeHollow:
+		return false
+	}
+	return true
 }

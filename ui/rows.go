@@ -22,11 +22,13 @@ const (
 	sortProcs
 	sortRuntime
 	sortTrouble // orphans, then paused, then zombies on top
+	sortIO
+	sortPressure
 	numSortKeys
 )
 
 func (k sortKey) String() string {
-	return [...]string{"id", "cpu", "memory", "age", "processes", "runtime", "trouble"}[k]
+	return [...]string{"id", "cpu", "memory", "age", "processes", "runtime", "trouble", "io", "pressure"}[k]
 }
 
 type rowKind uint8
@@ -61,6 +63,13 @@ type stats struct {
 	// start is the root's start (clock ticks after boot): the smallest
 	// start is the oldest sandbox.
 	start uint64
+	// io is the sandbox's block IO in bytes a second, ioKnown when its
+	// cgroup has the figures; pressure its highest pressure (some avg10,
+	// percent) and pressureOf which resource that is ("" when unknown).
+	io         float64
+	ioKnown    bool
+	pressure   float64
+	pressureOf string
 }
 
 // row is one line of the table. Cells are formatted when the row is drawn,
@@ -84,6 +93,7 @@ type row struct {
 type rowsInput struct {
 	view     *model.View
 	cpu      *cpuSampler
+	io       *ioSampler
 	sort     sortKey
 	reverse  bool
 	tree     bool
@@ -115,6 +125,10 @@ func buildRows(in rowsInput) []row {
 		for _, m := range sb.Members {
 			g.st.cpu += in.cpu.of(m.Process)
 			g.st.rss += m.RSS
+		}
+		g.st.io, g.st.ioKnown = in.io.of(sb)
+		if r := v.Resources(sb); r != nil {
+			g.st.pressure, g.st.pressureOf = r.Pressure.Max()
 		}
 		groups = append(groups, g)
 		total++
@@ -248,21 +262,19 @@ func compareNames(a, b *model.Sandbox) int {
 		strings.Compare(a.Key(), b.Key()))
 }
 
-// trouble ranks a sandbox for the trouble-first order: an orphan above a
-// paused one above one with zombies (nil, the host group, has none).
+// trouble ranks a sandbox for the trouble-first order: an OOM kill above
+// a stuck process above a hollow runtime above an orphan above a paused
+// one above one with zombies (nil, the host group, has none). Each badge
+// outranks every combination of the ones below it.
 func trouble(sb *model.Sandbox) int {
 	if sb == nil {
 		return 0
 	}
 	n := 0
-	if sb.HasBadge(model.BadgeOrphan) {
-		n += 4
-	}
-	if sb.HasBadge(model.BadgePaused) {
-		n += 2
-	}
-	if sb.HasBadge(model.BadgeZombie) {
-		n++
+	for i, b := range []model.Badge{model.BadgeOOM, model.BadgeStuck, model.BadgeHollow, model.BadgeOrphan, model.BadgePaused, model.BadgeZombie} {
+		if sb.HasBadge(b) {
+			n += 1 << (5 - i)
+		}
 	}
 	return n
 }
@@ -278,6 +290,10 @@ func compareStats(k sortKey, a, b *stats) int {
 		return cmp.Compare(a.start, b.start)
 	case sortProcs:
 		return cmp.Compare(b.procs, a.procs)
+	case sortIO:
+		return cmp.Compare(b.io, a.io)
+	case sortPressure:
+		return cmp.Compare(b.pressure, a.pressure)
 	}
 	return 0
 }

@@ -70,9 +70,10 @@ func TestHelpReachesEveryKeyAtMinimumSize(t *testing.T) {
 	}
 }
 
-// TestNarrowDropsColumnsByRank: a narrow window drops MEM, then AGE, then
-// CPU, until the command has a usable width; the last column's title is
-// never cut.
+// TestNarrowDropsColumnsByRank: IO and PRESSURE show only where the
+// command keeps 48 cells beside them; a narrow window drops MEM, then AGE,
+// then CPU, until the command has a usable width; the last column's title
+// is never cut.
 func TestNarrowDropsColumnsByRank(t *testing.T) {
 	names := func(cols []column) string {
 		var s []string
@@ -85,6 +86,8 @@ func TestNarrowDropsColumnsByRank(t *testing.T) {
 		w, idW int
 		want   string
 	}{
+		{140, 20, "ID/PID RUNTIME/USER PROCS/S CPU% MEM AGE/TIME+ IO PRESSURE BADGES/COMMAND"},
+		{130, 20, "ID/PID RUNTIME/USER PROCS/S CPU% MEM AGE/TIME+ IO BADGES/COMMAND"},
 		{120, 20, "ID/PID RUNTIME/USER PROCS/S CPU% MEM AGE/TIME+ BADGES/COMMAND"},
 		{85, 13, "ID/PID RUNTIME/USER PROCS/S CPU% AGE/TIME+ BADGES/COMMAND"},
 		{80, 20, "ID/PID RUNTIME/USER PROCS/S CPU% BADGES/COMMAND"},

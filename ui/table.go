@@ -33,6 +33,8 @@ const (
 	minRestW    = 8
 	minCommandW = 24
 	nSeps       = 6
+	ioW         = 8
+	pressureW   = 9
 )
 
 // fixedW is the width of everything but the ID and the last column, every
@@ -369,6 +371,10 @@ func (t *table) groupCell(b *strings.Builder, hl *highlights, col column, r *row
 		cell(b, format.Bytes(r.st.rss), col.w, true)
 	case colAge:
 		cell(b, r.age(c.view), col.w, true)
+	case colIO:
+		cell(b, r.io(), col.w, true)
+	case colPressure:
+		cell(b, r.pressure(), col.w, true)
 	}
 }
 
@@ -392,6 +398,8 @@ func (t *table) processCell(b *strings.Builder, hl *highlights, col column, r *r
 		cell(b, format.Bytes(p.RSS), col.w, true)
 	case colAge:
 		cell(b, format.CPUTime(c.view.Snapshot.CPUSeconds(p)), col.w, true)
+	case colIO, colPressure:
+		cell(b, "", col.w, true) // a cgroup's figures: the sandbox row has them
 	}
 }
 

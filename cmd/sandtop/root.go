@@ -231,7 +231,12 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	heap.Scanned()
-	return hostview.Group(snap, rules), nil
+	// The resources, and the kernel log's OOM kills, are read for the
+	// sandboxes the scan found (a one-shot look has no durations, so
+	// nothing is stuck yet).
+	watch := hostview.NewWatcher(s)
+	defer watch.Close()
+	return hostview.Group(snap, rules, watch), nil
 }
 
 // scanView scans once and groups the result (see hostview.Group).
@@ -240,7 +245,7 @@ func scanView(s *proc.Scanner, rules model.Rules) (*model.View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	return hostview.Group(snap, rules), nil
+	return hostview.Group(snap, rules, nil), nil
 }
 
 // initCompletion makes cobra's completion command now, so it can carry an

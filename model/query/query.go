@@ -48,7 +48,7 @@ var keys = []string{ID, Badge, Runtime, PID}
 var Syntax = [][2]string{
 	{"word", "ID, runtime, comm or argv contains word"},
 	{"id:PREFIX", "the ID starts with PREFIX"},
-	{"badge:NAME", "carries the badge: " + badgeNames()},
+	{"badge:NAME", "has it: " + badgeNames()},
 	{"runtime:NAME", "the runtime is NAME"},
 	{"pid:N", "process N is a member"},
 	{"unreadable", "some member is partly unreadable"},

@@ -94,6 +94,9 @@ func New(r *lipgloss.Renderer) *Theme {
 			model.BadgeZombie:   pill(Palette.Zombie),
 			model.BadgePaused:   pill(Palette.Paused),
 			model.BadgeLeftover: pill(Palette.Leftover),
+			model.BadgeOOM:      pill(Palette.Fail),
+			model.BadgeStuck:    pill(Palette.StateDisk),
+			model.BadgeHollow:   pill(Palette.Warn),
 		},
 		states: map[byte]lipgloss.Style{
 			'R': c().Foreground(Palette.StateRun).Bold(true),

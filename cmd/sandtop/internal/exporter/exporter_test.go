@@ -85,12 +85,23 @@ func (s *source) Scan() (*model.View, error) {
 var t0 = boot.Add(10_000 * time.Second)
 
 func demoView() *model.View {
-	return fixedView(t0, 7, 2,
+	v := fixedView(t0, 7, 2,
 		box{id: "aaa", runtime: "vm0", procs: 3, cpuTicks: 150, rss: 1 << 20, start: 100},
 		box{id: "bbb", runtime: "vm0", badges: []model.Badge{model.BadgeOrphan}, procs: 2, cpuTicks: 10, rss: 4096, start: 200},
 		box{id: "ccc", runtime: "vm0", badges: []model.Badge{model.BadgeOrphan, model.BadgeZombie}, procs: 4, zombies: 2, cpuTicks: 1, rss: 4096, start: 50},
 		box{id: "ddd", runtime: "containerd", namespace: "k8s.io", badges: []model.Badge{model.BadgePaused}, procs: 1, cpuTicks: 0, rss: 8192, start: 300},
 	)
+	// ddd has a cgroup of its own with every figure and limit.
+	ddd := v.Sandboxes[3]
+	ddd.Cgroup = "/k8s.io/ddd"
+	ddd.Members[0].Cgroup = ddd.Cgroup
+	v.Snapshot.Resources = map[proc.CgroupKey]*proc.CgroupResources{{V2: ddd.Cgroup}: {
+		Have:    ^proc.Figure(0),
+		CPUUsec: 1_500_000, MemoryBytes: 48 << 20, MemoryPeak: 60 << 20, MemoryLimit: 64 << 20, CPULimitCores: 0.5,
+		PIDs: 3, PIDsLimit: 100, IORead: 4096, IOWrite: 8192, OOMKills: 1, PressureCPU: 1, PressureMemory: 12.5, PressureIO: 0,
+	}}
+	var w model.Watch
+	return w.Apply(v)
 }
 
 func TestCollectFixedView(t *testing.T) {
@@ -110,17 +121,26 @@ func TestCollectFixedView(t *testing.T) {
 sandtop_sandboxes{runtime="containerd"} 1
 sandtop_sandboxes{runtime="kata"} 0
 sandtop_sandboxes{runtime="vm0"} 3
-# HELP sandtop_sandboxes_badged Sandboxes carrying a badge (orphan, zombie, paused, leftover); 0 where none.
+# HELP sandtop_sandboxes_badged Sandboxes carrying a badge (orphan, zombie, paused, leftover, oom, stuck, hollow); 0 where none.
 # TYPE sandtop_sandboxes_badged gauge
+sandtop_sandboxes_badged{badge="hollow",runtime="containerd"} 0
+sandtop_sandboxes_badged{badge="hollow",runtime="kata"} 0
+sandtop_sandboxes_badged{badge="hollow",runtime="vm0"} 0
 sandtop_sandboxes_badged{badge="leftover",runtime="containerd"} 0
 sandtop_sandboxes_badged{badge="leftover",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="leftover",runtime="vm0"} 0
+sandtop_sandboxes_badged{badge="oom",runtime="containerd"} 0
+sandtop_sandboxes_badged{badge="oom",runtime="kata"} 0
+sandtop_sandboxes_badged{badge="oom",runtime="vm0"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="containerd"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="orphan",runtime="vm0"} 2
 sandtop_sandboxes_badged{badge="paused",runtime="containerd"} 1
 sandtop_sandboxes_badged{badge="paused",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="paused",runtime="vm0"} 0
+sandtop_sandboxes_badged{badge="stuck",runtime="containerd"} 0
+sandtop_sandboxes_badged{badge="stuck",runtime="kata"} 0
+sandtop_sandboxes_badged{badge="stuck",runtime="vm0"} 0
 sandtop_sandboxes_badged{badge="zombie",runtime="containerd"} 0
 sandtop_sandboxes_badged{badge="zombie",runtime="kata"} 0
 sandtop_sandboxes_badged{badge="zombie",runtime="vm0"} 1
@@ -146,11 +166,36 @@ sandtop_oldest_orphan_start_time_seconds{runtime="vm0"} 1.70000005e+09
 # HELP sandtop_last_scan_timestamp_seconds When the last successful scan read the host, Unix seconds.
 # TYPE sandtop_last_scan_timestamp_seconds gauge
 sandtop_last_scan_timestamp_seconds 1.70001e+09
+# HELP sandtop_runtime_memory_bytes Memory of a runtime's sandboxes, split into the runtime's overhead and the workload.
+# TYPE sandtop_runtime_memory_bytes gauge
+sandtop_runtime_memory_bytes{part="overhead",runtime="containerd"} 0
+sandtop_runtime_memory_bytes{part="workload",runtime="containerd"} 5.0331648e+07
+sandtop_runtime_memory_bytes{part="overhead",runtime="kata"} 0
+sandtop_runtime_memory_bytes{part="workload",runtime="kata"} 0
+sandtop_runtime_memory_bytes{part="overhead",runtime="vm0"} 0
+sandtop_runtime_memory_bytes{part="workload",runtime="vm0"} 3.162112e+06
+# HELP sandtop_sandboxes_without_memory_limit Sandboxes with processes whose cgroup sets no memory limit (or that have no cgroup).
+# TYPE sandtop_sandboxes_without_memory_limit gauge
+sandtop_sandboxes_without_memory_limit{runtime="containerd"} 0
+sandtop_sandboxes_without_memory_limit{runtime="kata"} 0
+sandtop_sandboxes_without_memory_limit{runtime="vm0"} 3
+# HELP sandtop_sandboxes_under_pressure Sandboxes whose cgroup's PSI some avg10 for the resource is at least 10%.
+# TYPE sandtop_sandboxes_under_pressure gauge
+sandtop_sandboxes_under_pressure{resource="cpu",runtime="containerd"} 0
+sandtop_sandboxes_under_pressure{resource="io",runtime="containerd"} 0
+sandtop_sandboxes_under_pressure{resource="memory",runtime="containerd"} 1
+sandtop_sandboxes_under_pressure{resource="cpu",runtime="kata"} 0
+sandtop_sandboxes_under_pressure{resource="io",runtime="kata"} 0
+sandtop_sandboxes_under_pressure{resource="memory",runtime="kata"} 0
+sandtop_sandboxes_under_pressure{resource="cpu",runtime="vm0"} 0
+sandtop_sandboxes_under_pressure{resource="io",runtime="vm0"} 0
+sandtop_sandboxes_under_pressure{resource="memory",runtime="vm0"} 0
 `
 	// The badges' windows have a test of their own (since_test.go).
 	names := []string{"sandtop_sandboxes", "sandtop_sandboxes_badged", "sandtop_sandbox_processes", "sandtop_zombie_processes",
 		"sandtop_unattributed_processes", "sandtop_partly_unreadable_processes", "sandtop_oldest_orphan_start_time_seconds",
-		"sandtop_last_scan_timestamp_seconds"}
+		"sandtop_last_scan_timestamp_seconds", "sandtop_runtime_memory_bytes", "sandtop_sandboxes_without_memory_limit",
+		"sandtop_sandboxes_under_pressure"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
@@ -332,10 +377,11 @@ func TestCardinality(t *testing.T) {
 		e.Observe(v, nil, 0)
 		return testutil.CollectAndCount((*viewCollector)(e))
 	}
-	// Per runtime: sandboxes, one per badge, processes, zombies, oldest orphan
-	// (only where there is one), two per badge its sandboxes carry (the
-	// window it came in); and 3 host-wide gauges.
-	perRuntime := 1 + len(model.Badges) + 2 + 1 + 2*len(model.Badges)
+	// Per runtime: sandboxes, one per badge, processes, zombies, oldest
+	// orphan (only where there is one), two per badge its sandboxes carry
+	// (the window it came in), memory by part, sandboxes without a memory
+	// limit, under pressure by resource; and 3 host-wide gauges.
+	perRuntime := 1 + len(model.Badges) + 2 + 1 + 2*len(model.Badges) + 2 + 1 + 3
 	bound := len(rts)*perRuntime + 3
 	got := count(Options{Runtimes: rts}, v)
 	t.Logf("10,000 sandboxes, %d runtimes, no --per-sandbox: %d series (bound %d; 1 sandbox: %d)",

@@ -120,7 +120,7 @@ func TestHandlerEndpoints(t *testing.T) {
 		// Every endpoint is named, and the counts are the view's (vm0: 3
 		// sandboxes, 2 orphans, 1 with zombies, 9 processes).
 		for _, want := range []string{`href="metrics"`, `href="api/v1/sandboxes"`, `href="healthz"`, "sandtop kill",
-			"<td>vm0</td><td>3</td><td>2</td><td>1</td><td>0</td><td>0</td><td>9</td>", "7 processes in no sandbox"} {
+			"<td>vm0</td><td>3</td><td>2</td><td>1</td><td>0</td><td>0</td><td>0</td><td>0</td><td>0</td><td>9</td>", "7 processes in no sandbox"} {
 			if !strings.Contains(b, want) {
 				t.Errorf("GET / lacks %q:\n%s", want, b)
 			}

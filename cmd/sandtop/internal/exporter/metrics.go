@@ -21,7 +21,7 @@ var (
 	descSandboxes = prometheus.NewDesc("sandtop_sandboxes",
 		"Sandboxes on this host.", []string{"runtime"}, nil)
 	descBadged = prometheus.NewDesc("sandtop_sandboxes_badged",
-		"Sandboxes carrying a badge (orphan, zombie, paused, leftover); 0 where none.", []string{"runtime", "badge"}, nil)
+		"Sandboxes carrying a badge (orphan, zombie, paused, leftover, oom, stuck, hollow); 0 where none.", []string{"runtime", "badge"}, nil)
 	descProcesses = prometheus.NewDesc("sandtop_sandbox_processes",
 		"Processes in sandboxes.", []string{"runtime"}, nil)
 	descZombies = prometheus.NewDesc("sandtop_zombie_processes",
@@ -51,6 +51,34 @@ var (
 		"CPU time of the sandbox's processes, user and system, including members that exited while sandtop watched (with --per-sandbox).", sandboxLabels, nil)
 	descRSS = prometheus.NewDesc("sandtop_sandbox_rss_bytes",
 		"Resident memory of the sandbox's processes (with --per-sandbox).", sandboxLabels, nil)
+	descMemory = prometheus.NewDesc("sandtop_sandbox_memory_bytes",
+		"Memory of the sandbox: its cgroup's memory (page cache included) where it has the figure, else its processes' resident memory, plus the runtime's processes outside it (with --per-sandbox).", sandboxLabels, nil)
+	descMemoryLimit = prometheus.NewDesc("sandtop_sandbox_memory_limit_bytes",
+		"Memory limit of the sandbox's cgroup; absent when it has none (with --per-sandbox).", sandboxLabels, nil)
+	descCPULimit = prometheus.NewDesc("sandtop_sandbox_cpu_limit_cores",
+		"CPU limit of the sandbox's cgroup, in cores; absent when it has none (with --per-sandbox).", sandboxLabels, nil)
+	descPIDs = prometheus.NewDesc("sandtop_sandbox_pids",
+		"Tasks (threads included) in the sandbox (with --per-sandbox).", sandboxLabels, nil)
+	descPIDsLimit = prometheus.NewDesc("sandtop_sandbox_pids_limit",
+		"Task limit of the sandbox's cgroup; absent when it has none (with --per-sandbox).", sandboxLabels, nil)
+	descIORead = prometheus.NewDesc("sandtop_sandbox_io_read_bytes_total",
+		"Block IO bytes read by the sandbox's cgroup; absent when it has no IO figures (with --per-sandbox).", sandboxLabels, nil)
+	descIOWrite = prometheus.NewDesc("sandtop_sandbox_io_write_bytes_total",
+		"Block IO bytes written by the sandbox's cgroup; absent when it has no IO figures (with --per-sandbox).", sandboxLabels, nil)
+	descOOMKills = prometheus.NewDesc("sandtop_sandbox_oom_kills_total",
+		"OOM kills in the sandbox's cgroup over its life; absent when it has no memory figures (with --per-sandbox).", sandboxLabels, nil)
+	descPressure = prometheus.NewDesc("sandtop_sandbox_pressure_ratio",
+		"Share of the last 10 s in which some task of the sandbox's cgroup waited for the resource (PSI some avg10); absent when unknown (with --per-sandbox).", append(sandboxLabels, "resource"), nil)
+	descPartCPU = prometheus.NewDesc("sandtop_sandbox_part_cpu_seconds",
+		"CPU time of the sandbox split into the runtime's overhead and the workload (for a VM, the guest as the host sees it) (with --per-sandbox).", append(sandboxLabels, "part"), nil)
+	descPartMemory = prometheus.NewDesc("sandtop_sandbox_part_memory_bytes",
+		"Memory of the sandbox split into the runtime's overhead and the workload (with --per-sandbox).", append(sandboxLabels, "part"), nil)
+	descRuntimeMemory = prometheus.NewDesc("sandtop_runtime_memory_bytes",
+		"Memory of a runtime's sandboxes, split into the runtime's overhead and the workload.", []string{"runtime", "part"}, nil)
+	descNoMemoryLimit = prometheus.NewDesc("sandtop_sandboxes_without_memory_limit",
+		"Sandboxes with processes whose cgroup sets no memory limit (or that have no cgroup).", []string{"runtime"}, nil)
+	descUnderPressure = prometheus.NewDesc("sandtop_sandboxes_under_pressure",
+		"Sandboxes whose cgroup's PSI some avg10 for the resource is at least 10%.", []string{"runtime", "resource"}, nil)
 	descOmitted = prometheus.NewDesc("sandtop_per_sandbox_omitted",
 		"Sandboxes left out of the per-sandbox series by --per-sandbox-limit (with --per-sandbox).", nil, nil)
 )
@@ -70,6 +98,12 @@ type summary struct {
 type runtimeCounts struct {
 	sandboxes, processes, zombies int
 	badged                        []int // indexed like model.Badges: every badge present for every runtime
+	// memory is by part, [0] overhead and [1] workload.
+	memory        [2]uint64
+	noMemoryLimit int
+	// pressured counts the sandboxes under pressure, by resource (cpu,
+	// memory, io).
+	pressured [3]int
 	// oldestOrphan is a Unix time; 0 while the runtime has no orphan.
 	oldestOrphan float64
 	// since and earliest, indexed like model.Badges, are the windows of
@@ -86,7 +120,19 @@ type sandboxSample struct {
 	windows []badgeWindow
 	cpu     float64
 	rss     uint64
+	res     *model.Resources
 }
+
+// parts and pressures name the label values of the split and pressure
+// series, in the order runtimeCounts keeps them.
+var (
+	parts     = [2]string{"overhead", "workload"}
+	pressures = [3]string{"cpu", "memory", "io"}
+)
+
+// pressureThreshold is the PSI some avg10, in percent, from which a
+// sandbox counts as under pressure.
+const pressureThreshold = 10
 
 func summarize(v *model.View, o Options, cpu cpuTotals, windows map[badgeKey]badgeWindow) *summary {
 	s := &summary{
@@ -126,6 +172,18 @@ func summarize(v *model.View, o Options, cpu cpuTotals, windows map[badgeKey]bad
 			}
 			c.badged[i]++
 		}
+		if r := v.Resources(sb); r != nil {
+			c.memory[0] += r.Overhead.MemoryBytes
+			c.memory[1] += r.Workload.MemoryBytes
+			if r.MemoryLimitBytes == nil {
+				c.noMemoryLimit++
+			}
+			for i, p := range []*float64{r.Pressure.CPU, r.Pressure.Memory, r.Pressure.IO} {
+				if p != nil && *p >= pressureThreshold {
+					c.pressured[i]++
+				}
+			}
+		}
 		if sb.Orphan {
 			start := float64(v.Snapshot.StartTime(sb.Root.Process).Unix())
 			if c.oldestOrphan == 0 || start < c.oldestOrphan {
@@ -157,7 +215,7 @@ func perSandbox(v *model.View, limit int, cpu cpuTotals, windows map[badgeKey]ba
 	}
 	out := make([]sandboxSample, len(picked))
 	for i, sb := range picked {
-		smp := sandboxSample{key: sb.Key(), id: sb.ID, runtime: sb.Runtime, namespace: sb.Namespace, badges: sb.Badges}
+		smp := sandboxSample{key: sb.Key(), id: sb.ID, runtime: sb.Runtime, namespace: sb.Namespace, badges: sb.Badges, res: v.Resources(sb)}
 		for _, b := range sb.Badges {
 			smp.windows = append(smp.windows, windows[badgeKey{sb.Key(), b}])
 		}
@@ -225,11 +283,14 @@ type viewCollector Exporter
 
 func (c *viewCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSandboxes, descBadged, descProcesses, descZombies,
-		descUnattributed, descUnreadable, descOldestOrphan, descBadgedSince, descBadgedEarliest, descLastScan} {
+		descUnattributed, descUnreadable, descOldestOrphan, descBadgedSince, descBadgedEarliest, descLastScan,
+		descRuntimeMemory, descNoMemoryLimit, descUnderPressure} {
 		ch <- d
 	}
 	if c.opts.PerSandbox {
-		for _, d := range []*prometheus.Desc{descInfo, descBadge, descBadgeSince, descBadgeEarliest, descCPU, descRSS, descOmitted} {
+		for _, d := range []*prometheus.Desc{descInfo, descBadge, descBadgeSince, descBadgeEarliest, descCPU, descRSS, descOmitted,
+			descMemory, descMemoryLimit, descCPULimit, descPIDs, descPIDsLimit, descIORead, descIOWrite,
+			descOOMKills, descPressure, descPartCPU, descPartMemory} {
 			ch <- d
 		}
 	}
@@ -260,6 +321,13 @@ func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
 		if n.oldestOrphan != 0 {
 			gauge(descOldestOrphan, n.oldestOrphan, rt)
 		}
+		for i, part := range parts {
+			gauge(descRuntimeMemory, float64(n.memory[i]), rt, part)
+		}
+		gauge(descNoMemoryLimit, float64(n.noMemoryLimit), rt)
+		for i, res := range pressures {
+			gauge(descUnderPressure, float64(n.pressured[i]), rt, res)
+		}
 	}
 	gauge(descUnattributed, float64(s.unattributed))
 	gauge(descUnreadable, float64(s.unreadable))
@@ -278,6 +346,42 @@ func (c *viewCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, sb.cpu, sb.id, sb.runtime, sb.namespace)
 		gauge(descRSS, float64(sb.rss), sb.id, sb.runtime, sb.namespace)
+		if sb.res != nil {
+			resourceSeries(ch, sb)
+		}
 	}
 	gauge(descOmitted, float64(s.omitted))
+}
+
+// resourceSeries sends one sandbox's resource series; a figure its cgroup
+// does not have, or a limit it does not set, has no series.
+func resourceSeries(ch chan<- prometheus.Metric, sb sandboxSample) {
+	r, labels := sb.res, []string{sb.id, sb.runtime, sb.namespace}
+	send := func(d *prometheus.Desc, t prometheus.ValueType, v float64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, append(labels[:3:3], extra...)...)
+	}
+	opt := func(d *prometheus.Desc, t prometheus.ValueType, v *uint64) {
+		if v != nil {
+			send(d, t, float64(*v))
+		}
+	}
+	send(descMemory, prometheus.GaugeValue, float64(r.MemoryBytes))
+	opt(descMemoryLimit, prometheus.GaugeValue, r.MemoryLimitBytes)
+	if r.CPULimitCores != nil {
+		send(descCPULimit, prometheus.GaugeValue, *r.CPULimitCores)
+	}
+	send(descPIDs, prometheus.GaugeValue, float64(r.PIDs))
+	opt(descPIDsLimit, prometheus.GaugeValue, r.PIDsLimit)
+	opt(descIORead, prometheus.CounterValue, r.IOReadBytes)
+	opt(descIOWrite, prometheus.CounterValue, r.IOWriteBytes)
+	opt(descOOMKills, prometheus.CounterValue, r.OOMKills)
+	for i, p := range []*float64{r.Pressure.CPU, r.Pressure.Memory, r.Pressure.IO} {
+		if p != nil {
+			send(descPressure, prometheus.GaugeValue, *p/100, pressures[i])
+		}
+	}
+	for i, part := range []model.Part{r.Overhead, r.Workload} {
+		send(descPartCPU, prometheus.GaugeValue, part.CPUSeconds, parts[i])
+		send(descPartMemory, prometheus.GaugeValue, float64(part.MemoryBytes), parts[i])
+	}
 }

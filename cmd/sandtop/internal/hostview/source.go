@@ -19,13 +19,15 @@ const WalkEveryScan = time.Nanosecond
 // long-running front end (the screen, serve, the reaper) takes: scan,
 // group with a model.Builder that is handed each view back (attribution
 // stays sticky for a process that stops matching while it lives), and add
-// the sandboxes that left things behind (Finder). One-shot commands group
-// a single snapshot with Group.
+// the sandboxes that left things behind (Finder), each view judged by a
+// Watcher (resources, and the badges oom, stuck and hollow) first.
+// One-shot commands group a single snapshot with Group.
 type Source struct {
 	mu   sync.Mutex
 	sc   *proc.Scanner
 	b    *model.Builder
 	lo   *Finder
+	w    *Watcher
 	prev *model.View
 	// afterScan runs after every scan, under the Source's lock: the
 	// screen's heap tuning.
@@ -37,7 +39,7 @@ type Source struct {
 // WalkEveryScan). afterScan, when not nil, runs after each scan. The
 // scanner is the caller's to close.
 func NewSource(sc *proc.Scanner, rules model.Rules, rewalk time.Duration, afterScan func()) *Source {
-	return &Source{sc: sc, b: model.NewBuilder(rules), lo: NewFinder(model.NewLeftovers(rules), rewalk), afterScan: afterScan}
+	return &Source{sc: sc, b: model.NewBuilder(rules), lo: NewFinder(model.NewLeftovers(rules), rewalk), w: NewWatcher(sc), afterScan: afterScan}
 }
 
 // Scan reads the host once and groups it. What the leftover search could
@@ -52,13 +54,18 @@ func (s *Source) Scan() (*model.View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
-	s.prev, _ = s.lo.Add(s.b.Build(snap, s.prev))
+	s.prev, _ = s.lo.Add(s.w.Apply(s.b.Build(snap, s.prev)))
 	return s.prev, nil
 }
 
-// Group groups one snapshot with rules, the sandboxes that left things
-// behind included: a one-shot command's view.
-func Group(snap *proc.Snapshot, rules model.Rules) *model.View {
-	v, _ := WithLeftovers(model.NewLeftovers(rules), model.Build(snap, rules, nil))
+// Group groups one snapshot with rules, judged by w when it is not nil,
+// the sandboxes that left things behind included: a one-shot command's
+// view.
+func Group(snap *proc.Snapshot, rules model.Rules, w *Watcher) *model.View {
+	v := model.Build(snap, rules, nil)
+	if w != nil {
+		v = w.Apply(v)
+	}
+	v, _ = WithLeftovers(model.NewLeftovers(rules), v)
 	return v
 }

@@ -1,0 +1,328 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sandtop/sandtop/proc"
+)
+
+// DefaultStuckAfter is how long a process must stay in uninterruptible
+// sleep before its sandbox is badged stuck: long enough that disk and
+// network waits on a loaded host do not count, short enough to find a
+// hung FUSE or NFS read before an operator does.
+const DefaultStuckAfter = 30 * time.Second
+
+// HollowAfter is how long the runtime's side of a sandbox must have lived
+// with no workload before it is badged hollow: a shim or conmon starts
+// before its container and outlives it by the moments its runtime takes
+// to notice.
+const HollowAfter = 10 * time.Second
+
+// Watch follows a host across refreshes for the trouble a single look
+// cannot show: an OOM kill counter that grew, a process that stays in D,
+// a runtime left with nothing to run. It works out every sandbox's
+// resources (see Resources) and adds the badges oom, stuck and hollow,
+// each with its evidence in Sandbox.Trouble. It is pure: the I/O is a
+// proc.ResourceReader's, whose figures arrive in the view's snapshot.
+// One Watch per refresh loop; a one-shot command uses a fresh one, which
+// knows no baseline and no durations (only the kernel log's kills).
+type Watch struct {
+	// StuckAfter is the stuck threshold (DefaultStuckAfter when 0).
+	StuckAfter time.Duration
+
+	// oomBase is each cgroup's OOM kill count when first seen, and when.
+	oomBase map[proc.CgroupKey]oomBase
+	// dSince is when each process was first seen in state D.
+	dSince map[proc.Identity]time.Time
+	// roles caches what a rule-recognised member is, by identity.
+	roles map[proc.Identity]role
+	// last is the previous view, to name a victim the kernel log gives
+	// by pid after it died.
+	last *View
+}
+
+type oomBase struct {
+	count uint64
+	since time.Time
+}
+
+// role is which side of a sandbox a member is on.
+type role uint8
+
+const (
+	roleWorkload role = iota
+	roleRuntime
+	roleGuest
+)
+
+// Trouble is the evidence behind the badges oom, stuck and hollow.
+type Trouble struct {
+	// OOM lists the OOM kills, newest last.
+	OOM []OOMEvidence
+	// Stuck lists the members in D for longer than the threshold.
+	Stuck []StuckEvidence
+	// Hollow says what is alive and what is gone ("" when not hollow).
+	Hollow string
+}
+
+// OOMEvidence is one reason for the oom badge.
+type OOMEvidence struct {
+	// Source is "cgroup" (its oom_kill counter grew while watched) or
+	// "kernel log".
+	Source string
+	Time   time.Time
+	// Kills is how many kills the counter grew by (1 for a log line).
+	Kills uint64
+	// PID and Comm name the victim, from the kernel log (0 and "" for a
+	// counter).
+	PID  int
+	Comm string
+	// Host is true for a kill by the host-wide OOM killer (the host ran
+	// out), false for one by a cgroup's limit.
+	Host bool
+	// VMM is true when the victim was the sandbox's VMM: the host killed
+	// the guest's whole machine. A guest's own OOM kill happens inside
+	// its kernel and is not visible from the host.
+	VMM    bool
+	Detail string
+}
+
+// StuckEvidence is one member in uninterruptible sleep.
+type StuckEvidence struct {
+	PID   int
+	Comm  string
+	Wchan string
+	Since time.Time
+}
+
+// Apply returns v with every sandbox's resources worked out and the
+// badges oom, stuck and hollow added where they hold. A sandbox that gains
+// one is copied (the Builder shares sandboxes between views), so v itself
+// is left as it was.
+func (w *Watch) Apply(v *View) *View {
+	if w.oomBase == nil {
+		w.oomBase, w.dSince, w.roles = map[proc.CgroupKey]oomBase{}, map[proc.Identity]time.Time{}, map[proc.Identity]role{}
+	}
+	snap := v.Snapshot
+	out := *v
+	out.base = v
+	if v.base != nil {
+		out.base = v.base
+	}
+	out.resources = make([]Resources, len(v.Sandboxes))
+	seenD := make(map[proc.Identity]bool)
+	seenRole := make(map[proc.Identity]bool)
+	seenKey := make(map[proc.CgroupKey]bool)
+	cloned := false
+	role := func(sb *Sandbox, m *Member) role {
+		r := w.role(sb, m)
+		if m.Via == ViaRule {
+			seenRole[m.ID()] = true
+		}
+		return r
+	}
+	for i, sb := range v.Sandboxes {
+		if len(sb.Members) == 0 {
+			continue
+		}
+		out.resources[i] = resourcesOf(sb, snap, role)
+		t := w.judge(sb, snap, &out.resources[i], seenD, seenKey)
+		if t == nil {
+			continue
+		}
+		if !cloned {
+			out.Sandboxes, cloned = slices.Clone(v.Sandboxes), true
+		}
+		c := *sb
+		c.Trouble = t
+		c.Badges = slices.Clone(sb.Badges)
+		if len(t.OOM) > 0 {
+			c.Badges = append(c.Badges, BadgeOOM)
+		}
+		if len(t.Stuck) > 0 {
+			c.Badges = append(c.Badges, BadgeStuck)
+		}
+		if t.Hollow != "" {
+			c.Badges = append(c.Badges, BadgeHollow)
+		}
+		out.Sandboxes[i] = &c
+	}
+	for id := range w.dSince {
+		if !seenD[id] {
+			delete(w.dSince, id)
+		}
+	}
+	for id := range w.roles {
+		if !seenRole[id] {
+			delete(w.roles, id)
+		}
+	}
+	for k := range w.oomBase {
+		if !seenKey[k] {
+			delete(w.oomBase, k)
+		}
+	}
+	w.last = &out
+	return &out
+}
+
+// judge gathers a sandbox's trouble; nil when it has none.
+func (w *Watch) judge(sb *Sandbox, snap *proc.Snapshot, r *Resources, seenD map[proc.Identity]bool, seenKey map[proc.CgroupKey]bool) *Trouble {
+	var t Trouble
+	if sb.Cgroup != "" || sb.Freezer != "" {
+		key := proc.CgroupKey{V2: sb.Cgroup, V1: sb.Freezer}
+		if r.OOMKills != nil {
+			seenKey[key] = true
+			base, ok := w.oomBase[key]
+			if !ok {
+				// Kills counted before the first look are history, not
+				// news: a cgroup can become a sandbox's long after it
+				// was made. The kernel log covers a kill in a cgroup
+				// made and killed between two refreshes.
+				base = oomBase{count: *r.OOMKills, since: snap.Time}
+				w.oomBase[key] = base
+			}
+			if *r.OOMKills > base.count {
+				t.OOM = append(t.OOM, OOMEvidence{
+					Source: "cgroup", Time: snap.Time, Kills: *r.OOMKills - base.count,
+					Detail: fmt.Sprintf("oom_kill in %s grew from %d to %d since %s", cgroupName(sb), base.count, *r.OOMKills, base.since.UTC().Format(time.TimeOnly)),
+				})
+			}
+		}
+	}
+	for _, k := range snap.OOMKills {
+		if e, ok := w.killOf(sb, k); ok {
+			t.OOM = append(t.OOM, e)
+		}
+	}
+	stuckAfter := w.StuckAfter
+	if stuckAfter <= 0 {
+		stuckAfter = DefaultStuckAfter
+	}
+	for _, m := range sb.Members {
+		if m.State != 'D' {
+			continue
+		}
+		id := m.ID()
+		seenD[id] = true
+		since, ok := w.dSince[id]
+		if !ok {
+			since = snap.Time
+			w.dSince[id] = since
+		}
+		if snap.Time.Sub(since) >= stuckAfter {
+			t.Stuck = append(t.Stuck, StuckEvidence{PID: m.PID, Comm: m.Comm, Wchan: snap.Wchans[m.PID], Since: since})
+		}
+	}
+	t.Hollow = w.hollow(sb, snap, r)
+	if len(t.OOM) == 0 && len(t.Stuck) == 0 && t.Hollow == "" {
+		return nil
+	}
+	return &t
+}
+
+// killOf reports whether a kernel-log kill was in sb: its victim's memory
+// cgroup is the sandbox's (v2, or v1 memory, which runtimes name like the
+// freezer), or the victim was a member in the last view.
+func (w *Watch) killOf(sb *Sandbox, k proc.OOMKill) (OOMEvidence, bool) {
+	e := OOMEvidence{Source: "kernel log", Time: k.Time, Kills: 1, PID: k.PID, Comm: k.Comm, Host: k.Host()}
+	in := (sb.Cgroup != "" && within(k.TaskMemcg, sb.Cgroup)) || (sb.Freezer != "" && within(k.TaskMemcg, sb.Freezer))
+	if w.last != nil && w.last.Snapshot != nil {
+		if p := w.last.Snapshot.ByPID[k.PID]; p != nil {
+			if was := w.last.SandboxOf(p.ID()); was != nil && was.Key() == sb.Key() {
+				in = true
+				e.VMM = w.roles[p.ID()] == roleGuest
+			}
+		}
+	}
+	if !in {
+		return OOMEvidence{}, false
+	}
+	who := "the host ran out of memory"
+	if !e.Host {
+		who = "the limit of " + k.OOMMemcg + " was hit"
+	}
+	what := fmt.Sprintf("pid %d (%s)", k.PID, k.Comm)
+	if e.VMM {
+		what = "the VMM, " + what + ", and with it the guest"
+	}
+	e.Detail = fmt.Sprintf("the kernel's OOM killer killed %s in %s: %s", what, k.TaskMemcg, who)
+	return e, true
+}
+
+// hollow says why a sandbox is hollow: its runtime's side lives, older
+// than HollowAfter, and its workload is gone.
+func (w *Watch) hollow(sb *Sandbox, snap *proc.Snapshot, r *Resources) string {
+	if r.Overhead.Processes == 0 || r.Workload.Processes > 0 || sb.Paused {
+		return ""
+	}
+	var oldest *Member
+	for _, m := range sb.Members {
+		if !m.Zombie() && w.role(sb, m) == roleRuntime && (oldest == nil || m.Start < oldest.Start) {
+			oldest = m
+		}
+	}
+	if oldest == nil || snap.Time.Sub(snap.StartTime(oldest.Process)) < HollowAfter {
+		return ""
+	}
+	return fmt.Sprintf("%s pid %d is alive, and no workload process is left (no container, payload or guest)", oldest.Comm, oldest.PID)
+}
+
+// role says which side of sb member m is on: a process a rule recognises
+// as the runtime's own (a shim, conmon, a jailer) or as a guest's VMM is
+// that wherever it lives; else, with a dedicated cgroup, that cgroup is
+// the workload and anything outside it the runtime's; without one, the
+// rest is the workload.
+func (w *Watch) role(sb *Sandbox, m *Member) role {
+	if m.Via == ViaRule {
+		id := m.ID()
+		r, ok := w.roles[id]
+		if !ok {
+			r = ruleRole(sb, m)
+			w.roles[id] = r
+		}
+		if r != roleWorkload {
+			return r
+		}
+	}
+	if (sb.Cgroup != "" || sb.Freezer != "") && !inCgroup(sb, m) {
+		return roleRuntime
+	}
+	return roleWorkload
+}
+
+// inCgroup reports whether m lives in sb's dedicated cgroup.
+func inCgroup(sb *Sandbox, m *Member) bool {
+	return within(m.Cgroup, sb.Cgroup) || within(m.Freezer, sb.Freezer)
+}
+
+// ruleRole asks the sandbox's rules which one recognises m by more than
+// its cgroup.
+func ruleRole(sb *Sandbox, m *Member) role {
+	rules := sb.rules
+	if len(rules) == 0 && sb.Rule != nil {
+		rules = []*Rule{sb.Rule}
+	}
+	for _, r := range rules {
+		if r.onlyCgroup() {
+			continue
+		}
+		if _, ok := r.Match(m.Process); ok {
+			if r.Guest {
+				return roleGuest
+			}
+			return roleRuntime
+		}
+	}
+	return roleWorkload
+}
+
+// cgroupName is the sandbox's dedicated cgroup as an operator knows it.
+func cgroupName(sb *Sandbox) string {
+	if sb.Cgroup != "" {
+		return sb.Cgroup
+	}
+	return sb.Freezer
+}

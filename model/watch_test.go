@@ -1,0 +1,97 @@
+package model
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/model/modeltest"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// TestWatch follows a podman container through the trouble a Watch
+// finds: its cgroup's OOM counter grows, its process stays in D, and at
+// last it is gone while its conmon lives on. The figures come from the
+// snapshot, as a proc.ResourceReader leaves them.
+func TestWatch(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cgroup := "/libpod_parent/libpod-" + id
+	t0 := time.Unix(1_800_000_000, 0)
+	rules := Effective(nil, true)
+	b := NewBuilder(rules)
+	var w Watch
+	var prev *View
+	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"), modeltest.Ticks(30))
+	refresh := func(at time.Duration, oomKills uint64, procs ...*proc.Process) (*View, *Sandbox) {
+		t.Helper()
+		snap := modeltest.Snapshot(proc.Snapshot{Time: t0.Add(at), BootTime: t0.Add(-time.Hour), ClockTicks: 100}, procs...)
+		v := b.Build(snap, prev)
+		keys, dstate := ResourceWants(v)
+		snap.Resources = map[proc.CgroupKey]*proc.CgroupResources{}
+		for _, k := range keys {
+			snap.Resources[k] = &proc.CgroupResources{Have: proc.HaveCPU | proc.HaveMemory | proc.HaveOOM, CPUUsec: 2_000_000, MemoryBytes: 64 << 20, OOMKills: oomKills}
+		}
+		snap.Wchans = map[int]string{}
+		for _, pid := range dstate {
+			snap.Wchans[pid] = "fuse_wait_answer"
+		}
+		prev = w.Apply(v)
+		return prev, prev.Sandbox("podman:" + id)
+	}
+	worker := func(state byte) *proc.Process {
+		return modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup), modeltest.NSpid(60, 1), modeltest.State(state), modeltest.Ticks(500))
+	}
+
+	v, sb := refresh(0, 2, conmon, worker('S'))
+	if sb == nil || sb.Cgroup != cgroup {
+		t.Fatalf("no podman sandbox in its cgroup %s: %+v", cgroup, sb)
+	}
+	r := v.Resources(sb)
+	if r == nil || r.Source != SourceCgroup || r.Workload.CPUSeconds != 2 || r.Overhead.CPUSeconds != 0.3 || r.Overhead.Processes != 1 || r.Workload.MemoryBytes != 64<<20 {
+		t.Fatalf("resources %+v: want the workload from the cgroup, conmon as overhead", r)
+	}
+	if len(sb.Badges) != 0 {
+		t.Fatalf("first look: badges %v; kills before sandtop watched are not its news", sb.Badges)
+	}
+	if _, sb = refresh(5*time.Second, 3, conmon, worker('D')); !sb.HasBadge(BadgeOOM) || sb.HasBadge(BadgeStuck) {
+		t.Fatalf("after oom_kill grew: badges %v, want oom and not yet stuck", sb.Badges)
+	}
+	if e := sb.Trouble.OOM[0]; e.Source != "cgroup" || e.Kills != 1 || !strings.Contains(e.Detail, "from 2 to 3") {
+		t.Errorf("oom evidence %+v", e)
+	}
+	if _, sb = refresh(34*time.Second, 3, conmon, worker('D')); sb.HasBadge(BadgeStuck) {
+		t.Fatalf("29 s in D: stuck already")
+	}
+	v, sb = refresh(36*time.Second, 3, conmon, worker('D'))
+	if !sb.HasBadge(BadgeStuck) || len(sb.Trouble.Stuck) != 1 {
+		t.Fatalf("31 s in D: badges %v", sb.Badges)
+	}
+	if e := sb.Trouble.Stuck[0]; e.PID != 60 || e.Wchan != "fuse_wait_answer" || v.Time.Sub(e.Since) != 31*time.Second {
+		t.Errorf("stuck evidence %+v", e)
+	}
+	if _, sb = refresh(37*time.Second, 3, conmon, worker('S')); sb.HasBadge(BadgeStuck) {
+		t.Errorf("out of D: still stuck")
+	}
+	if _, sb = refresh(38*time.Second, 3, conmon, worker('D')); sb.HasBadge(BadgeStuck) {
+		t.Errorf("back in D: the clock did not start again")
+	}
+	if sb.HasBadge(BadgeHollow) {
+		t.Fatalf("hollow with its container alive")
+	}
+	v, sb = refresh(40*time.Second, 3, conmon)
+	if sb == nil || !sb.HasBadge(BadgeHollow) || !strings.Contains(sb.Trouble.Hollow, "conmon pid 50") {
+		t.Fatalf("conmon alone: %+v", sb)
+	}
+	if d := v.Document(false); !strings.Contains(mustJSON(t, d), `"hollow": "conmon pid 50 is alive, and no workload process is left`) {
+		t.Errorf("JSON lacks the hollow evidence")
+	}
+}
+
+func mustJSON(t *testing.T, d Document) string {
+	t.Helper()
+	var b strings.Builder
+	if err := d.Encode(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
