@@ -149,6 +149,9 @@ type Model struct {
 	quitArmed    bool
 	stopRuns     bool // the operator quit asking to stop the running teardowns
 
+	// rec is the recording the source writes, if it does.
+	rec *RecordingState
+
 	// bar is the replay's time bar; nil on the live screen.
 	bar *timebar
 }
@@ -302,7 +305,7 @@ func (m *Model) scanned(msg viewMsg) tea.Cmd {
 }
 
 func (m *Model) apply(msg viewMsg) {
-	m.view, m.users, m.scanErr = msg.view, msg.users, nil
+	m.view, m.users, m.scanErr, m.rec = msg.view, msg.users, nil, msg.rec
 	m.cpu.update(msg.view.Snapshot)
 	m.io.update(msg.view)
 	m.sum = summarize(msg.view)
@@ -493,6 +496,7 @@ func (m *Model) headerState() headerState {
 		held:   m.mode == modeConfirm && m.pending != nil,
 		replay: m.bar != nil,
 		tagged: len(m.tags),
+		rec:    m.rec,
 		cpu:    m.cpu,
 		row:    m.table.cursor + 1, rows: len(m.table.rows),
 		above: m.table.offset, below: max(len(m.table.rows)-m.table.offset-m.table.height, 0),

@@ -20,6 +20,23 @@ type Source interface {
 	Scan() (*model.View, error)
 }
 
+// Recorder is a Source that also writes every scan to a file (sandtop
+// --record): the header says so, with the file and its size, because
+// every command line on the host is going to disk.
+type Recorder interface {
+	Source
+	// Recording describes the recording after the last scan: its path,
+	// its size in bytes, and why it stopped ("" while it goes on).
+	Recording() RecordingState
+}
+
+// RecordingState is what the header shows of a recording.
+type RecordingState struct {
+	Path    string
+	Size    int64
+	Stopped string
+}
+
 // Killer plans, runs and records teardowns. The ui is given a nil Killer
 // in read-only mode, so no code path in it can reach a signal.
 type Killer interface {

@@ -30,7 +30,12 @@ func scanCmd(src Source, known map[int]string, lookup func(uid int) string) tea.
 		if err != nil {
 			return viewMsg{err: err}
 		}
-		return viewMsg{view: v, users: nameUsers(v, known, lookup)}
+		msg := viewMsg{view: v, users: nameUsers(v, known, lookup)}
+		if r, ok := src.(Recorder); ok {
+			st := r.Recording()
+			msg.rec = &st
+		}
+		return msg
 	}
 }
 

@@ -64,6 +64,7 @@ type headerState struct {
 	held     bool // a confirmation holds the list still
 	tagged   int  // rows tagged for a kill
 	replay   bool // the view is a recorded one
+	rec      *RecordingState
 	// row is the cursor's row (from 1) of rows, for "row 40 of 1000".
 	row, rows int
 	// above and below count the rows out of the window.
@@ -93,6 +94,16 @@ func (s *Styles) header(h headerState, width int) string {
 			parts = append(parts, part{s.ReadOnly.Render(mark), 0})
 		}
 	}
+	if h.rec != nil {
+		// Every command line on the host goes to this file: the mark and
+		// the size come first, the file's name after the counts; neither
+		// leaves the header for room.
+		rec := "● REC " + format.Bytes(uint64(max(h.rec.Size, 0)))
+		if h.rec.Stopped != "" {
+			rec = "REC stopped: " + format.Printable(h.rec.Stopped)
+		}
+		parts = append(parts, part{s.Warning.Render(rec), 0})
+	}
 	when := func() string {
 		if h.replay {
 			return "recorded " + h.view.Time.Local().Format("15:04:05")
@@ -117,6 +128,9 @@ func (s *Styles) header(h headerState, width int) string {
 			part{strings.Join(badges, " "), 0})
 		if h.tagged > 0 {
 			parts = append(parts, part{s.Warning.Render(fmt.Sprintf("%d tagged", h.tagged)), 0})
+		}
+		if h.rec != nil {
+			parts = append(parts, part{s.Warning.Render("to " + format.Printable(h.rec.Path)), 0})
 		}
 		parts = append(parts,
 			part{s.HeaderFaint.Render(fmt.Sprintf("%s in them · %d on host", format.Count(h.sum.members, "process", "processes"), h.sum.procs)), 1},

@@ -17,6 +17,8 @@ type viewMsg struct {
 	// users maps every uid of the view to a name; it is a new map, never
 	// written after it is sent.
 	users map[int]string
+	// rec is the recording's state when the source records.
+	rec *RecordingState
 }
 
 // plansMsg carries the plans for a kill, made from view.

@@ -374,6 +374,21 @@ func (s *recordingSource) Scan() (*model.View, error) {
 	return v, nil
 }
 
+// Recording tells the screen's header what is being recorded: the file,
+// its size so far, and why it stopped, if it did.
+func (s *recordingSource) Recording() ui.RecordingState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := ui.RecordingState{Path: s.path, Stopped: s.done}
+	if s.rec.w != nil {
+		st.Size = s.rec.w.Size()
+	}
+	if s.err != nil {
+		st.Stopped = "failed: " + s.err.Error()
+	}
+	return st
+}
+
 // close ends the recording and says what it holds.
 func (s *recordingSource) close(errOut io.Writer) error {
 	s.mu.Lock()

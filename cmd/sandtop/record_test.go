@@ -408,6 +408,10 @@ func TestRecordingSource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The screen's header shows the file and its size.
+	if st := src.Recording(); st.Path != path || st.Size <= 0 || st.Stopped != "" {
+		t.Errorf("recording state %+v", st)
+	}
 	var msg strings.Builder
 	if err := src.close(&msg); err != nil {
 		t.Fatal(err)
