@@ -352,6 +352,11 @@ func (r *run) removePath(path string) bool {
 	}
 	if err := os.RemoveAll(path); err != nil {
 		errno, human := Describe(err)
+		if errno == "EPERM" && os.Geteuid() == 0 {
+			// Refused to root itself: most often chattr +i or +a on a
+			// file below it (lsattr shows which).
+			human = "not permitted even to root (an immutable or append-only file? lsattr -R " + path + ")"
+		}
 		r.event(Event{Step: StepCleanup, Status: Fail, Error: errno, Detail: path + ": " + human})
 		return false
 	}

@@ -132,15 +132,16 @@ func (p *Plan) Facts() Facts {
 // is signalled, and its leftovers are removed or kept.
 func (p *Plan) leftoverFacts(f Facts) Facts {
 	f.Root = "none: no process left"
-	var cgroups, rm, keep []string
+	var cgroups, rm, rmText, keep []string
 	for _, l := range p.Leftovers {
 		if l.Kind == proc.KindCgroup {
 			cgroups = append(cgroups, l.Path)
 		}
 		if l.Removable() {
 			rm = append(rm, l.Path)
+			rmText = append(rmText, string(l.Kind)+" "+l.Path)
 		} else {
-			keep = append(keep, l.Path+" ("+l.Keep+")")
+			keep = append(keep, string(l.Kind)+" "+l.Path+" ("+l.Keep+")")
 		}
 	}
 	f.Cgroup = "none dedicated"
@@ -149,9 +150,9 @@ func (p *Plan) leftoverFacts(f Facts) Facts {
 	}
 	switch {
 	case len(rm) > 0 && len(keep) > 0:
-		f.Cleanup = "leftovers: removes " + strings.Join(rm, ", ") + "; keeps " + strings.Join(keep, ", ")
+		f.Cleanup = "leftovers: removes " + strings.Join(rmText, ", ") + "; keeps " + strings.Join(keep, ", ")
 	case len(rm) > 0:
-		f.Cleanup = "leftovers: removes " + strings.Join(rm, ", ")
+		f.Cleanup = "leftovers: removes " + strings.Join(rmText, ", ")
 	default:
 		f.Cleanup = "leftovers: keeps " + strings.Join(keep, ", ")
 	}

@@ -69,7 +69,7 @@ func (f *Finder) Add(v *model.View) (*model.View, error) {
 		cgroups, cerr = f.cgroups(v.Snapshot)
 	}
 	found := model.Found{Globs: globs, Paths: paths, Cgroups: cgroups}
-	kerr := findKinds(&found, v.Snapshot)
+	kerr := findKinds(&found, v)
 	return f.lo.Apply(v, found), errors.Join(gerr, cerr, kerr)
 }
 

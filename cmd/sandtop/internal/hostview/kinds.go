@@ -16,7 +16,7 @@ import (
 // whether something listens on each socket found. Each costs a read of
 // every process (their namespaces, their tun files), so none is read
 // unless a glob or a found entry asks for it.
-func findKinds(found *model.Found, snap *proc.Snapshot) error {
+func findKinds(found *model.Found, v *model.View) error {
 	byKind := map[proc.PathKind][]model.Glob{}
 	for _, g := range found.Globs {
 		byKind[g.Kind] = append(byKind[g.Kind], g)
@@ -55,7 +55,7 @@ func findKinds(found *model.Found, snap *proc.Snapshot) error {
 			}
 			return anyMatch(gs, point)
 		}
-		m, err := proc.ListMounts("", found.NS, want)
+		m, err := proc.ListMounts("", withoutLive(found.NS, v), want)
 		found.Mounts, errs = m, append(errs, err)
 	}
 	if gs := byKind[proc.KindNetns]; len(gs) > 0 {
@@ -114,6 +114,27 @@ func allListeners(ns proc.Namespaces) map[string]bool {
 				out[p] = true
 			}
 			break
+		}
+	}
+	return out
+}
+
+// withoutLive is ns without the mount namespaces a process of a live
+// sandbox is in: a copy of a leftover mount there (a container that
+// unshared its mounts after the leftover was made) is that sandbox's
+// business, never the reaper's.
+func withoutLive(ns proc.Namespaces, v *model.View) proc.Namespaces {
+	live := map[int]bool{}
+	for _, sb := range v.Sandboxes {
+		for _, m := range sb.Members {
+			live[m.Process.PID] = true
+		}
+	}
+	out := ns
+	out.Mnt = make(map[uint64][]int, len(ns.Mnt))
+	for ino, pids := range ns.Mnt {
+		if ino == ns.SelfMnt || !slices.ContainsFunc(pids, func(p int) bool { return live[p] }) {
+			out.Mnt[ino] = pids
 		}
 	}
 	return out
