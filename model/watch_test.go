@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,27 @@ func mustJSON(t *testing.T, d Document) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestResourcesJSON holds the resources block to its field names and its
+// nulls: figures the cgroup lacks and limits it does not set are null.
+func TestResourcesJSON(t *testing.T) {
+	limit, cores := uint64(64<<20), 0.5
+	r := &Resources{
+		Source: SourceCgroup, CPUSeconds: 2.5, MemoryBytes: 48 << 20, MemoryLimitBytes: &limit, CPULimitCores: &cores, PIDs: 3,
+		Pressure: Pressure{Memory: &cores},
+		Overhead: Part{CPUSeconds: 0.5, MemoryBytes: 1 << 20, Processes: 1}, Workload: Part{CPUSeconds: 2, MemoryBytes: 47 << 20, Processes: 2},
+		WorkloadNote: noteCgroup,
+	}
+	b, err := json.Marshal(resourcesJSON(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"cpu_seconds":2.5,"memory_bytes":50331648,"memory_peak_bytes":null,"memory_limit_bytes":67108864,"cpu_limit_cores":0.5,` +
+		`"pids":3,"pids_limit":null,"io_read_bytes":null,"io_write_bytes":null,"oom_kills":null,"pressure":{"cpu":null,"memory":0.5,"io":null},` +
+		`"source":"cgroup","overhead":{"cpu_seconds":0.5,"memory_bytes":1048576,"processes":1},"workload":{"cpu_seconds":2,"memory_bytes":49283072,"processes":2},` +
+		`"workload_is":"the processes in the sandbox's cgroup"}`
+	if string(b) != want {
+		t.Errorf("resources JSON\n got %s\nwant %s", b, want)
+	}
 }
