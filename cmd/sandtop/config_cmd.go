@@ -36,6 +36,23 @@ rules assume the scrape job is named "sandtop".`,
 			_, err := cmd.OutOrStdout().Write(assets.Alerts())
 			return err
 		},
+	}, &cobra.Command{
+		Use:   "grafana",
+		Short: "Print a Grafana dashboard for the metrics of `sandtop serve`",
+		Long: `Print a Grafana dashboard (its JSON model, to import) for the metrics of
+` + "`sandtop serve`" + `: sandboxes by runtime and badge over time, troubled sandboxes
+per host (each host linking to its serve page), orphans by how long they have
+been orphaned, the busiest and largest sandboxes (from hosts whose serve runs
+--per-sandbox), and serve's scan duration, errors and freshness. Its
+variables: the Prometheus data source, the hosts (instance) and runtimes.`,
+		Example: `  sandtop config grafana > sandtop-dashboard.json   # then Dashboards > New > Import
+  curl -s -u admin:… -H 'Content-Type: application/json' \
+    -d "{\"dashboard\": $(sandtop config grafana), \"overwrite\": true}" http://grafana:3000/api/dashboards/db`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(assets.Grafana())
+			return err
+		},
 	}, newConfigSystemdCmd(), newConfigKubernetesCmd())
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
@@ -26,6 +28,8 @@ import (
 type listOpts struct {
 	json, tree, all, wide bool
 	from, at              string
+	// prometheus is the URL of a Prometheus that scrapes sandtop serve.
+	prometheus string
 	// width cuts each line to the terminal's width (0: no limit, as when
 	// piped or with --wide).
 	width int
@@ -34,17 +38,37 @@ type listOpts struct {
 func newListCmd(g *globals) *cobra.Command {
 	o := &listOpts{}
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the sandboxes on this host",
+		Use:   "list [--prometheus URL | --from URL] [FILTER TERMS]",
+		Short: "List the sandboxes on this host, another host, or the fleet",
 		Long: `List every sandbox on this host, one row per sandbox: its ID (shortest unique
 prefix, at least 12 characters), runtime, process count, root PID, CPU time,
-resident memory, age and badges (orphan, zombie, paused).`,
+resident memory, age and badges (orphan, zombie, paused).
+
+--from URL lists another host's sandboxes from its ` + "`sandtop serve`" + ` (its
+/api/v1/sandboxes), to look before logging in. --prometheus URL lists the
+fleet from the series ` + "`sandtop serve`" + ` exports, each sandbox with its host
+(instance): sandbox by sandbox from hosts whose serve runs --per-sandbox,
+counts by runtime and badge from the others. Both take filter terms (the
+live screen's: badge:orphan, runtime:vm0, id:PREFIX, words), and both are
+read-only: no signal crosses the network, a kill is run on the host.`,
 		Example: `  sandtop list
   sandtop list --tree           # lines cut to the terminal; --wide for whole ones
   sandtop list --json | jq '.sandboxes[] | select(.badges | index("orphan")) | .id'
-  sandtop list --from incident.rec --at 03:12 --json   # as of 03:12, from a recording`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  sandtop list --from incident.rec --at 03:12 --json   # as of 03:12, from a recording
+  sandtop list --from http://worker-1:9717             # worker-1's sandboxes, read-only
+  sandtop list --prometheus http://prometheus:9090 badge:orphan   # which hosts have orphans, and which`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// Filter terms select from another host's answer; this host's
+			// list takes none (an unknown word is an unknown command).
+			if o.prometheus == "" && !isURL(o.from) {
+				return noArgs(cmd, args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.prometheus != "" || isURL(o.from) {
+				return o.runRemote(cmd, args)
+			}
 			heap := gcpace.OneShot()
 			defer heap.Stop()
 			v, err := o.view(cmd, g, heap)
@@ -69,9 +93,65 @@ resident memory, age and badges (orphan, zombie, paused).`,
 	f.BoolVar(&o.tree, "tree", false, "show each sandbox's process tree")
 	f.BoolVar(&o.all, "all", false, "also show the processes in no sandbox")
 	f.BoolVar(&o.wide, "wide", false, "on a terminal, print whole lines instead of cutting them to its width")
-	f.StringVar(&o.from, "from", "", "read a recording (made by sandtop record) instead of the host")
+	f.StringVar(&o.from, "from", "", "read a recording (made by sandtop record) instead of the host, or with an http:// URL another host's sandtop serve")
 	f.StringVar(&o.at, "at", "", "with --from: the moment to list: "+recording.TimeForms)
+	f.StringVar(&o.prometheus, "prometheus", "", "list the fleet from this Prometheus (its URL), which scrapes sandtop serve")
 	return cmd
+}
+
+// runRemote lists another host (--from URL) or the fleet (--prometheus).
+func (o *listOpts) runRemote(cmd *cobra.Command, args []string) error {
+	switch {
+	case o.prometheus != "" && o.from != "":
+		return usageErr(errors.New("--prometheus and --from: give one"))
+	case o.at != "":
+		return usageErr(errors.New("--at reads a recording: not with --prometheus or --from URL"))
+	case o.tree:
+		return usageErr(errors.New("--tree: not with --prometheus or --from URL"))
+	case o.all && o.prometheus != "":
+		return usageErr(errors.New("--all: not with --prometheus (the exported series name no process)"))
+	}
+	q, err := parseFilter(args)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if f, ok := out.(*os.File); ok && !o.wide && term.IsTerminal(f.Fd()) {
+		if w, _, err := term.GetSize(f.Fd()); err == nil {
+			o.width = w
+		}
+	}
+	st := theme.New(lipgloss.NewRenderer(out))
+	if o.prometheus != "" {
+		base, err := parseBaseURL("--prometheus", o.prometheus)
+		if err != nil {
+			return err
+		}
+		fv, err := fromPrometheus(cmd.Context(), base, q, time.Now())
+		if err != nil {
+			return err
+		}
+		if o.json {
+			enc := json.NewEncoder(jsonSafe(out))
+			enc.SetIndent("", "  ")
+			return enc.Encode(fv)
+		}
+		writeFleet(out, st, fv, o.width)
+		return nil
+	}
+	base, err := parseBaseURL("--from", o.from)
+	if err != nil {
+		return err
+	}
+	d, err := fromHost(cmd.Context(), base, o.all, q)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return d.Encode(jsonSafe(out))
+	}
+	writeFromHost(out, st, d, base.String(), o.width)
+	return nil
 }
 
 // view scans the host, or reads the recording --from names as of --at;

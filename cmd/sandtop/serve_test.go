@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,6 +49,13 @@ func TestServeChild(t *testing.T) {
 		if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if h := os.Getenv(envServeHost); h != "" {
+		// A host of its own: a fleet, then serve, in this pid namespace.
+		if err := serveAsHost(t, h, args); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 	if c := os.Getenv(envServeConfine); c != "" {
 		// Confine this process as the pod would be, then become serve
@@ -153,6 +161,12 @@ func startServeWith(t *testing.T, env []string, sys *syscall.SysProcAttr, wrap [
 		t.Fatalf("sandtop serve exited before listening: %v\n%s", err, s.stderr)
 	case <-time.After(30 * time.Second):
 		t.Fatalf("sandtop serve did not listen within 30 s:\n%s", s.stderr)
+	}
+	if len(wrap) == 0 {
+		// The child is serve (a confined one execs, keeping its pid), and
+		// in a pid namespace of its own the pid it would write is 1 there.
+		s.pid = cmd.Process.Pid
+		return s
 	}
 	pid, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -367,6 +381,9 @@ func TestUnitExecStartParses(t *testing.T) {
 	if code, out, _ := sandtop(t, "config", "alerts"); code != 0 || !bytes.Equal([]byte(out), assets.Alerts()) {
 		t.Errorf("config alerts: exit %d, or not the embedded rules", code)
 	}
+	if code, out, _ := sandtop(t, "config", "grafana"); code != 0 || !bytes.Equal([]byte(out), assets.Grafana()) {
+		t.Errorf("config grafana: exit %d, or not the embedded dashboard", code)
+	}
 }
 
 // promServer is a Prometheus server the test started.
@@ -463,43 +480,33 @@ scrape_configs:
 // by its labels' values joined with ",".
 func (p *promServer) query(expr string) map[string]float64 { return p.queryAt(expr, time.Time{}) }
 
-// queryAt runs an instant query at time at (zero: now).
+// queryAt runs an instant query at time at (zero: now), as `sandtop list
+// --prometheus` does.
 func (p *promServer) queryAt(expr string, at time.Time) map[string]float64 {
 	p.t.Helper()
-	path := "/api/v1/query?query=" + url.QueryEscape(expr)
-	if !at.IsZero() {
-		path += fmt.Sprintf("&time=%.3f", float64(at.UnixMilli())/1000)
+	if at.IsZero() {
+		at = time.Now()
 	}
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
+	base, err := url.Parse(p.url)
+	if err != nil {
+		p.t.Fatal(err)
 	}
-	p.get(path, &r)
-	if r.Status != "success" {
-		p.t.Fatalf("query %s: %s", expr, r.Error)
+	series, err := promQuery(context.Background(), base, expr, at)
+	if err != nil {
+		p.t.Fatal(err)
 	}
 	out := map[string]float64{}
-	for _, s := range r.Data.Result {
+	for _, s := range series {
 		var keys []string
-		for k := range s.Metric {
+		for k := range s.labels {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		var vals []string
 		for _, k := range keys {
-			vals = append(vals, s.Metric[k])
+			vals = append(vals, s.labels[k])
 		}
-		v, err := strconv.ParseFloat(s.Value[1].(string), 64)
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		out[strings.Join(vals, ",")] = v
+		out[strings.Join(vals, ",")] = s.value
 	}
 	return out
 }

@@ -39,7 +39,9 @@ func openHost(dir string) (hostEnv, []string, error) {
 	if err != nil {
 		return env, nil, fmt.Errorf("read own cgroup: %w", err)
 	}
-	name := fmt.Sprintf("sandsim-%d", os.Getpid())
+	// The temp directory's name is unique on the host; a pid is not when
+	// fleets run in pid namespaces of their own (each owner is pid 2).
+	name := filepath.Base(base)
 	if cm.Unified == "" {
 		notes = append(notes, "no cgroup2 mount: sandboxes get no cgroups")
 	} else if h, err := openHierarchy(cm.Unified, cm.UnifiedRoot, self.Unified, name); err != nil {

@@ -109,3 +109,10 @@ func Kubernetes(o KubernetesOptions) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+//go:embed grafana.json
+var grafana []byte
+
+// Grafana returns the Grafana dashboard (its JSON model) of serve's
+// metrics.
+func Grafana() []byte { return slices.Clone(grafana) }

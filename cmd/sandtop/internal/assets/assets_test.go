@@ -2,6 +2,7 @@ package assets
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -131,6 +132,63 @@ func TestUnits(t *testing.T) {
 		out, err := exec.Command(analyze, "verify", "--man=no", path).CombinedOutput()
 		if err != nil || len(bytes.TrimSpace(out)) > 0 {
 			t.Errorf("systemd-analyze verify %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// The dashboard is a Grafana JSON model of the current schema: its three
+// variables, panels with unique ids and a place on the grid, and every
+// query on the chosen data source and hosts. (Each query is run against a
+// real Prometheus by cmd/sandtop's TestFleetTwoHosts.)
+func TestGrafanaDashboard(t *testing.T) {
+	var d struct {
+		UID           string `json:"uid"`
+		SchemaVersion int    `json:"schemaVersion"`
+		Templating    struct {
+			List []struct{ Name, Type string }
+		}
+		Panels []struct {
+			ID         int
+			Type       string
+			Title      string
+			GridPos    struct{ X, Y, W, H int } `json:"gridPos"`
+			Datasource *struct{ Type, UID string }
+			Targets    []struct {
+				RefID      string `json:"refId"`
+				Expr       string
+				Datasource struct{ UID string }
+			}
+		}
+	}
+	if err := json.Unmarshal(Grafana(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.UID == "" || d.SchemaVersion < 39 {
+		t.Errorf("uid %q, schemaVersion %d", d.UID, d.SchemaVersion)
+	}
+	var vars []string
+	for _, v := range d.Templating.List {
+		vars = append(vars, v.Name+":"+v.Type)
+	}
+	if !slices.Equal(vars, []string{"datasource:datasource", "instance:query", "runtime:query"}) {
+		t.Errorf("variables %v", vars)
+	}
+	ids := map[int]bool{}
+	for _, p := range d.Panels {
+		if ids[p.ID] || p.GridPos.W == 0 || p.GridPos.H == 0 || p.GridPos.X+p.GridPos.W > 24 {
+			t.Errorf("panel %q: id %d repeated, or gridPos %+v", p.Title, p.ID, p.GridPos)
+		}
+		ids[p.ID] = true
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("panel %q: datasource %+v, %d queries", p.Title, p.Datasource, len(p.Targets))
+		}
+		for _, tg := range p.Targets {
+			if tg.RefID == "" || tg.Datasource.UID != "${datasource}" || !strings.Contains(tg.Expr, `instance=~"$instance"`) {
+				t.Errorf("panel %q: query %+v does not follow the data source and host variables", p.Title, tg)
+			}
 		}
 	}
 }
