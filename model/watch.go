@@ -202,7 +202,9 @@ func (w *Watch) judge(sb *Sandbox, snap *proc.Snapshot, r *Resources, seenD map[
 		stuckAfter = DefaultStuckAfter
 	}
 	for _, m := range sb.Members {
-		if m.State != 'D' {
+		// A frozen task shows as D too (waiting in __refrigerator): a
+		// paused sandbox is paused, not stuck.
+		if m.State != 'D' || snap.Cgroups[m.Cgroup].Frozen || snap.Freezers[m.Freezer].Frozen {
 			continue
 		}
 		id := m.ID()

@@ -163,4 +163,3 @@ func hasController(file, name string) bool {
 	}
 	return regexp.MustCompile(`(^|\s)` + name + `(\s|$)`).Match(b)
 }
-
