@@ -142,6 +142,8 @@ type Leftovers struct {
 	// supMemo holds supervisorAlive's answers for the snapshot supSnap.
 	supSnap *proc.Snapshot
 	supMemo map[*Rule]supervisorAnswer
+	// baseMemo holds baseOwnerAlive's answers for supSnap.
+	baseMemo map[ruleBase]supervisorAnswer
 }
 
 type cgroupAnswer struct {
@@ -618,7 +620,7 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 	shown := make(map[string]*Sandbox, len(byID))
 	for _, key := range sortedKeys(byID) {
 		sb := byID[key]
-		f.judge(sb, v.Snapshot)
+		f.judge(sb, v)
 		sb.idx = int32(len(out.Sandboxes))
 		// The same leftovers, judged the same, as the last view showed:
 		// that view's sandbox is handed out again. The live screen keeps
@@ -682,10 +684,10 @@ func liveIn(sbs []*Sandbox, ns string) *Sandbox {
 // supervisor of its runtime may still own (a runner that made the
 // workspace a moment before it starts the VM), no systemd unit, and only
 // paths that name the ID as a whole component.
-func (f *Leftovers) judge(sb *Sandbox, snap *proc.Snapshot) {
+func (f *Leftovers) judge(sb *Sandbox, v *View) {
 	sb.Dead = true
 	sb.Badges = []Badge{BadgeLeftover}
-	alive, note := f.SupervisorAlive(sb, snap)
+	alive, note := f.SupervisorAlive(sb, v)
 	sb.Supervised = alive
 	sb.SupervisorNote = "no process left; " + note
 	// A teardown removes them in this order: what lives in or on another
@@ -738,13 +740,76 @@ func (f *Leftovers) judge(sb *Sandbox, snap *proc.Snapshot) {
 // listener on a socket a sandbox of the runtime named. A socket table
 // that could not be read counts as alive: an unknown must never let a
 // removal through.
-func (f *Leftovers) SupervisorAlive(sb *Sandbox, snap *proc.Snapshot) (bool, string) {
+//
+// A leftover whose rule captured a {base} (vm0's {base}/workspaces/{id})
+// belongs to the supervisor that owns that base, not to any live process
+// of the runtime: a runner of another --config with other workspaces
+// keeps nothing of it. A live supervisor is known to own the bases of the
+// live sandboxes it supervises in v; one that supervises none yet may be
+// about to start a VM in any base, and keeps it.
+func (f *Leftovers) SupervisorAlive(sb *Sandbox, v *View) (bool, string) {
 	for _, r := range sb.rules {
 		if r.Supervisor.Ancestor != nil || r.Supervisor.SocketFlag != "" {
-			return f.supervisorAlive(r, snap)
+			if base := sb.Vars["base"]; base != "" && r.Supervisor.Ancestor != nil {
+				f.forSnapshot(v.Snapshot)
+				k := ruleBase{r, base}
+				a, ok := f.baseMemo[k]
+				if !ok {
+					a.alive, a.note = baseOwnerAlive(r, base, v)
+					f.baseMemo[k] = a
+				}
+				return a.alive, a.note
+			}
+			return f.supervisorAlive(r, v.Snapshot)
 		}
 	}
 	return false, "rule names no supervisor"
+}
+
+// baseOwnerAlive reports whether a live supervisor of r's runtime may own
+// base: one that supervises a live sandbox in base, or one that
+// supervises no live sandbox at all (the runner that made a workspace a
+// moment before it starts the VM).
+func baseOwnerAlive(r *Rule, base string, v *View) (bool, string) {
+	bases := map[proc.Identity][]string{}
+	for _, sb := range v.Sandboxes {
+		if sb.Supervisor != nil && len(sb.Members) > 0 && sb.Runtime == r.Name {
+			if b := sb.Vars["base"]; b != "" && !slices.Contains(bases[sb.Supervisor.ID()], b) {
+				bases[sb.Supervisor.ID()] = append(bases[sb.Supervisor.ID()], b)
+			}
+		}
+	}
+	var others []string
+	for _, p := range v.Snapshot.Procs {
+		if p.Kernel || p.PID <= 1 || !r.Supervisor.Ancestor.MatchString(strings.Join(p.Argv, " ")) {
+			continue
+		}
+		owns := bases[p.ID()]
+		switch {
+		case slices.Contains(owns, base):
+			return true, "supervisor " + describe(p) + " of " + r.Name + " is alive and owns " + base
+		case len(owns) == 0:
+			return true, "supervisor " + describe(p) + " of " + r.Name + " is alive and runs no sandbox yet: it may own " + base
+		}
+		others = append(others, describe(p)+" owns "+strings.Join(owns, ", "))
+	}
+	if len(others) == 0 {
+		return false, "no supervisor of " + r.Name + " is alive"
+	}
+	return false, "no live supervisor of " + r.Name + " owns " + base + " (" + strings.Join(others, "; ") + ")"
+}
+
+// forSnapshot forgets the supervisor answers of any other snapshot.
+func (f *Leftovers) forSnapshot(snap *proc.Snapshot) {
+	if f.supSnap != snap || f.supMemo == nil {
+		f.supSnap, f.supMemo, f.baseMemo = snap, map[*Rule]supervisorAnswer{}, map[ruleBase]supervisorAnswer{}
+	}
+}
+
+// ruleBase is a question baseOwnerAlive answers.
+type ruleBase struct {
+	r    *Rule
+	base string
 }
 
 type supervisorAnswer struct {
@@ -760,9 +825,7 @@ type supervisorAnswer struct {
 // same snapshot (500 dead VMs' workspaces on a host of 10,000 processes
 // cost 2.6 s a refresh without it).
 func (f *Leftovers) supervisorAlive(r *Rule, snap *proc.Snapshot) (bool, string) {
-	if f.supSnap != snap {
-		f.supSnap, f.supMemo = snap, map[*Rule]supervisorAnswer{}
-	}
+	f.forSnapshot(snap)
 	if a, ok := f.supMemo[r]; ok {
 		return a.alive, a.note
 	}

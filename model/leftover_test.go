@@ -118,6 +118,30 @@ func TestLeftoverApply(t *testing.T) {
 			},
 		},
 		{
+			// The dead VM's runner is gone; another runner, of another
+			// --config and another workspaces base, runs a healthy VM.
+			name: "another runner's base: dirs of the dead VM are removable",
+			procs: []*proc.Process{pr(300, 1, "/usr/bin/runner start --config /b/vm0.yaml"),
+				pr(301, 300, "/usr/bin/firecracker --api-sock /run/vm0/sock/live-2/api.sock", cwd("/b/workspaces/live-2")), liveBox},
+			paths: paths("dead-1"),
+			want: []want{
+				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
+				{id: "dead-1", runtime: "vm0", removable: []string{"/var/lib/vm0/workspaces/dead-1", "/run/vm0/sock/dead-1"}},
+				{id: "deadbox", runtime: "boxlite", removable: []string{"/boxlite/deadbox"}},
+			},
+		},
+		{
+			// A runner with no VM yet may be about to start one there.
+			name:  "an idle runner: dirs of the dead VM are kept",
+			procs: []*proc.Process{pr(300, 1, "/usr/bin/runner start --config /b/vm0.yaml"), liveBox},
+			paths: paths("dead-1"),
+			want: []want{
+				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
+				{id: "dead-1", runtime: "vm0", kept: []string{"/var/lib/vm0/workspaces/dead-1", "/run/vm0/sock/dead-1"}},
+				{id: "deadbox", runtime: "boxlite", removable: []string{"/boxlite/deadbox"}},
+			},
+		},
+		{
 			name:  "no runner: dirs of the dead VM are removable",
 			procs: []*proc.Process{liveBox},
 			paths: paths("dead-1"),
@@ -348,13 +372,13 @@ func TestSupervisorAliveSeesNewSockets(t *testing.T) {
 	dead := &Sandbox{ID: "dead", Runtime: "shim", Rule: r, rules: []*Rule{r}}
 	s := snap()
 	s.Listeners = map[string]bool{"/run/shim.sock": true}
-	if alive, note := f.SupervisorAlive(dead, s); alive {
+	if alive, note := f.SupervisorAlive(dead, &View{Snapshot: s}); alive {
 		t.Fatalf("no socket recorded yet: alive (%s)", note)
 	}
 	live := &Sandbox{ID: "live", Runtime: "shim", Rule: r, rules: []*Rule{r}, socket: "/run/shim.sock",
 		Members: []*Member{{Process: pr(10, 1, "/usr/bin/shim -address /run/shim.sock")}}}
 	f.Record(&View{Sandboxes: []*Sandbox{live}})
-	if alive, note := f.SupervisorAlive(dead, s); !alive {
+	if alive, note := f.SupervisorAlive(dead, &View{Snapshot: s}); !alive {
 		t.Errorf("after its socket was recorded: not alive (%s)", note)
 	}
 }

@@ -62,7 +62,7 @@ func (r *run) leftoversOwned(snap *proc.Snapshot) string {
 		return "" // planned as kept: nothing is to be removed anyway
 	}
 	if r.p.Sandbox != nil {
-		if alive, note := model.NewLeftovers(r.e.rules).SupervisorAlive(r.p.Sandbox, snap); alive {
+		if alive, note := model.NewLeftovers(r.e.rules).SupervisorAlive(r.p.Sandbox, v); alive {
 			return note
 		}
 	}

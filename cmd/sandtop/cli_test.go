@@ -491,3 +491,24 @@ func TestKillRefusesSupervisors(t *testing.T) {
 		t.Error("a refused kill wrote an audit record")
 	}
 }
+
+// TestKillKeptLeftoversFails: after a vm0 VM's processes are killed by
+// hand while its runner lives on (running another VM in the same
+// workspaces base), kill of the dead VM's leftovers keeps them (the
+// runner owns the base) and, having removed nothing it was asked to,
+// exits 1 and says why, instead of 0.
+func TestKillKeptLeftoversFails(t *testing.T) {
+	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
+		{Name: "dead", Runtime: fleet.VM0},
+		{Name: "live", Runtime: fleet.VM0},
+	}}).Manifest()
+	dead := m.Sandbox("dead")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	if code, out, errOut := sandtop(t, "kill", "--force", "--grace", "0", "--audit-log", audit, "--pid", strconv.Itoa(dead.Root().PID)); code != 0 {
+		t.Fatalf("kill --pid of the VM: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := sandtop(t, "kill", "--force", "--audit-log", audit, dead.ID)
+	if code != exitFailure || !strings.Contains(errOut, "nothing of "+dead.ID+" was removed") || !strings.Contains(errOut, "owns") {
+		t.Errorf("kill of kept leftovers: exit %d, want %d saying why\nstdout %s\nstderr %s", code, exitFailure, out, errOut)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/teardown"
 	"github.com/sandtop/sandtop/ui/format"
 	"github.com/sandtop/sandtop/ui/theme"
@@ -188,15 +189,24 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 	runCtx := teardown.WithHurry(ctx, hurry)
 	failed := false
 	runner := &teardown.Runner{Engine: eng, Via: "kill", Audit: auditPath, Reconcile: reconcile}
+	var keptAll []string
 	for _, p := range plans {
 		res := runner.Run(runCtx, p, emit, "")
 		failed = failed || !res.OK()
 		if res.AuditErr != nil {
 			fmt.Fprintln(lerr, "sandtop: warning:", res.AuditErr)
 		}
+		if why := keptEverything(p, res.Totals); why != "" {
+			keptAll = append(keptAll, why)
+		}
 	}
 	if lout.failed() != nil {
 		fmt.Fprintf(lerr, "sandtop: output lost (%v); the teardown went on to the end: see %s\n", lout.failed(), auditPath)
+	}
+	if len(keptAll) > 0 && !failed {
+		// Asked to remove what a dead sandbox left and removed none of it:
+		// an exit of 0 would read as done.
+		return &exitError{code: exitFailure, err: errors.New(strings.Join(keptAll, "\n"))}
 	}
 	if failed {
 		msg := "teardown incomplete: see the FAIL lines above"
@@ -403,4 +413,24 @@ func firstWithPrefix(prefix string, names ...string) string {
 		}
 	}
 	return ""
+}
+
+// keptEverything says why a plan of a sandbox with no process left removed
+// none of its leftovers, and what to do instead; "" when it removed
+// something or was no such plan.
+func keptEverything(p *teardown.Plan, t teardown.Totals) string {
+	if !p.LeftoverOnly() || len(t.Leftovers) == 0 {
+		return ""
+	}
+	var why []string
+	for _, l := range t.Leftovers {
+		if l.Status == teardown.OK {
+			return ""
+		}
+		if !slices.Contains(why, l.Detail) {
+			why = append(why, l.Detail)
+		}
+	}
+	return fmt.Sprintf("nothing of %s was removed (%s): %s; remove it when that no longer holds (sandtop list shows why each is kept), or let its owner clean up",
+		p.Target, words.Count(len(t.Leftovers), "leftover kept", "leftovers kept"), strings.Join(why, "; "))
 }
