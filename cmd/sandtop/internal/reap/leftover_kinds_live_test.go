@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,7 +60,7 @@ func makeKernelObjects(t *testing.T, s *fleet.Sandbox, cgParent string, hs []pro
 		}
 		_ = exec.Command("ip", "netns", "delete", o.netns).Run()
 		_ = exec.Command("ip", "link", "delete", o.tap).Run()
-		for _, c := range slices.Backward(o.cgroups) {
+		for _, c := range o.cgroups { // deepest first
 			_ = os.Remove(c)
 		}
 		_ = os.RemoveAll(filepath.Dir(o.socket))
@@ -103,7 +102,6 @@ func makeKernelObjects(t *testing.T, s *fleet.Sandbox, cgParent string, hs []pro
 		for p := d; p != filepath.Join(h.MountPoint, cgParent); p = filepath.Dir(p) {
 			o.cgroups = append(o.cgroups, p)
 		}
-		o.cgroups = append(o.cgroups, filepath.Join(h.MountPoint, cgParent))
 	}
 	return o
 }
@@ -188,6 +186,12 @@ func TestLeftoverKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The parent the two VMs share goes last, after both VMs' cleanups.
+	t.Cleanup(func() {
+		for _, h := range hs {
+			_ = os.Remove(filepath.Join(h.MountPoint, cgParent))
+		}
+	})
 	finder := model.NewLeftovers(rules)
 	finder.Record(fleettest.View(t, rules))
 	o := makeKernelObjects(t, vm, cgParent, hs)
