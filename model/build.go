@@ -386,6 +386,10 @@ type build struct {
 	// a sticky member (rule 2 after rule 4): the next Build labels it
 	// sticky instead, so this Build's result cannot be reused as it is.
 	stickyAncestors bool
+	// nestedMerged is set when mergeNested folded a sandbox into another:
+	// which process links the two can change with any birth or death, so
+	// the next Build is a full one.
+	nestedMerged bool
 }
 
 // Build groups snap into sandboxes. prev, when not nil, is the previous view
@@ -443,6 +447,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	w.foldUnqualified()
 	w.attributeByGroup()
 	w.attributeByAncestor()
+	w.mergeNested()
 	w.mergeByCgroupName()
 	w.attributeByCgroup()
 	w.attributeSticky()
@@ -452,7 +457,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	// slices are cheap to allocate, and a Builder holding them between
 	// refreshes would add to the watch loop's resident memory for nothing.
 	b.scratch = scratch{ix: b.scratch.ix}
-	w.last.snap, w.last.view, w.last.reusable = snap, v, !w.stickyAncestors
+	w.last.snap, w.last.view, w.last.reusable = snap, v, !w.stickyAncestors && !w.nestedMerged
 	// The old memos are cleared now rather than when they are used again:
 	// until then they would keep the processes of an older snapshot.
 	clear(oldMemos)

@@ -82,6 +82,16 @@ func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 	if sb == nil || n.Zombie() || m.Rule.ProcessGroup || r.hasSocketFlag(n) {
 		return undecidable, join{}
 	}
+	// Under another sandbox of the same ID, n folds its own into that one
+	// (see build.mergeNested); under a parent born since, that may be so.
+	if q := r.snap.ByPID[n.PPID]; q != nil {
+		if old := r.l.snap.ByPID[q.PID]; old == nil || old.Start != q.Start {
+			return undecidable, join{}
+		}
+		if o := r.l.view.SandboxOf(q.ID()); o != nil && o != sb && o.ID == sb.ID {
+			return undecidable, join{}
+		}
+	}
 	if m.Rule.NestedPIDNamespace && m.Rule.onlyCgroup() {
 		// Weak cgroup evidence yields to an ancestor of another runtime
 		// (see build.underOtherRuntime): only a full Build decides that.

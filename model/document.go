@@ -63,6 +63,8 @@ type SandboxJSON struct {
 	Resources *ResourcesJSON `json:"resources"`
 	// Trouble is the evidence for the badges oom, stuck and hollow.
 	Trouble *TroubleJSON `json:"trouble,omitempty"`
+	// Containers are the containers inside a pod (Sandbox.Containers).
+	Containers []ContainerJSON `json:"containers,omitempty"`
 }
 
 // ResourcesJSON is a sandbox's Resources in a Document. A figure its
@@ -128,6 +130,14 @@ type StuckJSON struct {
 	Comm         string  `json:"comm"`
 	Wchan        string  `json:"wchan"`
 	StuckSeconds float64 `json:"stuck_seconds"`
+}
+
+// ContainerJSON is one container of a pod in a Document: its ID, its own
+// cgroup and its processes' pids (each also in the sandbox's processes).
+type ContainerJSON struct {
+	ID     string `json:"id"`
+	Cgroup string `json:"cgroup"`
+	PIDs   []int  `json:"pids"`
 }
 
 // LeftoverJSON is one leftover in a Document.
@@ -356,6 +366,13 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 	}
 	if sb.Supervisor != nil {
 		s.SupervisorPID = sb.Supervisor.PID
+	}
+	for _, c := range sb.Containers() {
+		cj := ContainerJSON{ID: c.ID, Cgroup: c.Cgroup, PIDs: make([]int, len(c.Members))}
+		for i, m := range c.Members {
+			cj.PIDs[i] = m.PID
+		}
+		s.Containers = append(s.Containers, cj)
 	}
 	for _, l := range sb.Leftovers {
 		s.Leftovers = append(s.Leftovers, l.JSON(v.Time))

@@ -45,6 +45,10 @@ const (
 	// (containerd/containerd pkg/identifiers/validate.go: alphanumerics
 	// joined by single '.', '_' or '-').
 	ctrdIdent = `[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*`
+	// kubePod is a Kubernetes pod's cgroup, systemd driver
+	// (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid with _>.slice)
+	// or cgroupfs (/kubepods/<qos>/pod<uid>); the ID is the pod UID.
+	kubePod = `(?:^|/)kubepods(?:-[a-z]+)?-pod(?P<id>[0-9A-Fa-f_]+)\.slice(?:/|$)|(?:^|/)kubepods/(?:[a-z]+/)?pod(?P<id>[0-9A-Fa-f-]+)(?:/|$)`
 	// vm0Sockets are the sockets vm0 makes in a VM's socket directory
 	// (api.sock, control.sock, vsock/vsock.sock); each is a leftover of its
 	// own, so that one something still listens on keeps its directory.
@@ -221,6 +225,13 @@ var presets = sync.OnceValue(func() Rules {
 			Doc:           "containerd shim v2 daemon (containerd-shim-<runtime>-v<N> -namespace <ns> -id <id> -address <socket>), not its start/delete helper runs: containerd/containerd cmd/containerd-shim-runc-v2/manager/manager_linux.go (newCommand), core/runtime/v2/binary.go, pkg/shim/util.go (Command)",
 		},
 		{
+			Name:        "kubernetes",
+			Exe:         re(`(?:^|/)conmon$`),
+			Cgroup:      re(kubePod),
+			IDTransform: UnderscoreToDash,
+			Doc:         "cri-o's conmon, one per container, in the pod's slice as crio-conmon-<id>.scope next to the container's crio-<id>.scope (conmon_cgroup = \"pod\", the default with the systemd cgroup manager): part of the pod, not a podman container: cri-o/cri-o internal/config/cgmgr/systemd.go (crio-conmon- and crio- scope prefixes), internal/oci/runtime_oci.go (CreateContainer runs conmon)",
+		},
+		{
 			Name: "podman",
 			Exe:  re(`(?:^|/)conmon$`),
 			Flag: "-c",
@@ -250,8 +261,14 @@ var presets = sync.OnceValue(func() Rules {
 			Doc:  "systemd-nspawn without -M: the machine is named after its directory (-D <dir>): systemd/systemd src/nspawn/nspawn.c (determine_names)",
 		},
 		{
+			Name:        "nspawn",
+			Cgroup:      re(`(?:^|/)machine\.slice/systemd-nspawn@(?P<id>[^/]+)\.service(?:/|$)`),
+			IDTransform: SystemdUnescape,
+			Doc:         "systemd-nspawn run by machinectl start, as the template unit systemd-nspawn@<name>.service (systemd-nspawn --quiet --keep-unit --boot … --machine=<name>): the unit's cgroup holds nspawn itself and the payload in its payload sub-cgroup; the ID is the unescaped instance name: systemd/systemd units/systemd-nspawn@.service.in, src/nspawn/nspawn-cgroup.c; seen in the Debian 12 test host with systemd 252",
+		},
+		{
 			Name:        "kubernetes",
-			Cgroup:      re(`(?:^|/)kubepods(?:-[a-z]+)?-pod(?P<id>[0-9A-Fa-f_]+)\.slice(?:/|$)|(?:^|/)kubepods/(?:[a-z]+/)?pod(?P<id>[0-9A-Fa-f-]+)(?:/|$)`),
+			Cgroup:      re(kubePod),
 			IDTransform: UnderscoreToDash,
 			Doc:         "Kubernetes pod cgroup, systemd driver (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid with _>.slice) or cgroupfs (/kubepods/<qos>/pod<uid>); the ID is the pod UID: kubernetes/kubernetes pkg/kubelet/cm/cgroup_manager_linux.go (escapeSystemdCgroupName, ToSystemd, ToCgroupfs)",
 		},
@@ -265,6 +282,15 @@ var presets = sync.OnceValue(func() Rules {
 			Cgroup:             re(`^/(?P<ns>` + ctrdIdent + `)/(?P<id>` + ctrdIdent + `)$`),
 			NestedPIDNamespace: true,
 			Doc:                "containerd container cgroup /<namespace>/<id>, the default cgroupsPath containerd gives a container (ctr run, and any client that sets none), for a container in its own pid namespace; found this way alone when its shim is gone: containerd/containerd oci/spec.go (populateDefaultUnixSpec), namespaces and IDs per pkg/identifiers/validate.go; seen here with containerd 1.6.20",
+		},
+		{
+			Name:   "lxc",
+			Cgroup: re(`(?:^|/)lxc\.payload\.(?P<id>[^/]+)(?:/|$)`),
+			// lxc-start, daemonized, stays as the container's monitor with
+			// its argv rewritten, in /lxc.monitor.<name>: it notices the
+			// container's death and cleans up, so it is the supervisor.
+			Supervisor: Supervisor{Ancestor: re(`^\[lxc monitor\] `)},
+			Doc:        "LXC container (lxc-start -n <name>): the container in the cgroup lxc.payload.<name>, lxc-start's monitor in lxc.monitor.<name> with argv \"[lxc monitor] <lxcpath> <name>\", the container's init its child; named by the container name: lxc/lxc src/lxc/cgroups/cgfsng.c (payload and monitor cgroup names), src/lxc/lxccontainer.c (do_lxcapi_start, which sets the title \"[lxc monitor] %s %s\"); seen in the Debian 12 test host with lxc 5.0.2 (busybox template), running and frozen (lxc-freeze)",
 		},
 		{
 			Name:               "runc",

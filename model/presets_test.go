@@ -352,6 +352,29 @@ func TestPresets(t *testing.T) {
 			runtime: "kubernetes", id: podUID, by: ByCgroup,
 		},
 
+		{
+			name: "cri-o's conmon in the pod slice belongs to the pod, not to podman",
+			p: &proc.Process{
+				Argv:   argvOf("/usr/bin/conmon -b /run/containers/storage/overlay-containers/" + ctrID + "/userdata -c " + ctrID + " --exit-dir /var/run/crio/exits -r /usr/bin/runc --socket-dir-path /var/run/crio"),
+				Cgroup: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUIDu + ".slice/crio-conmon-" + ctrID + ".scope",
+			},
+			runtime: "kubernetes", id: podUID, by: ByCgroup,
+		},
+
+		// LXC: lxc/lxc src/lxc/cgroups/cgfsng.c, src/lxc/lxccontainer.c.
+		{
+			name:    "lxc container payload",
+			p:       &proc.Process{Argv: argvOf("/sbin/init"), Cgroup: "/lxc.payload.web-1", NSpid: []int{4100, 1}},
+			runtime: "lxc", id: "web-1", by: ByCgroup,
+		},
+
+		// systemd-nspawn@.service: systemd/systemd units/systemd-nspawn@.service.in.
+		{
+			name:    "nspawn payload started by machinectl start",
+			p:       &proc.Process{Argv: argvOf("/bin/sleep 100000"), Cgroup: "/machine.slice/systemd-nspawn@web\\x2d1.service/payload"},
+			runtime: "nspawn", id: "web-1", by: ByCgroup,
+		},
+
 		// Docker: moby/moby daemon/oci_linux.go (WithCgroups).
 		{
 			name:    "docker systemd driver",

@@ -18,12 +18,14 @@ var ErrResolve = errors.New("cannot resolve sandbox")
 
 // Resolve finds the sandbox named by its Key ("runtime:ns/id"), its Name
 // ("ns/id"), its ID, an alias, or a unique prefix of an ID, an alias or a
-// Name, as `runner kill` does in the vm0 seed: an empty argument, an
-// unknown name and an ambiguous one (an ID that two namespaces or two
-// runtimes share, a prefix of several) are errors that name the
-// candidates. A runtime's name, a namespace, "runtime:" or "ns/" alone
-// never names a sandbox, even where one sandbox of it is all there is: it
-// is an error that lists what it could mean (see HasNamePrefix).
+// Name, or a pod's container by its ID or a unique prefix of it (as a
+// sandbox of its own: see Sandbox.Pod), as `runner kill` does in the vm0
+// seed: an empty argument, an unknown name and an ambiguous one (an ID
+// that two namespaces or two runtimes share, a prefix of several) are
+// errors that name the candidates. A runtime's name, a namespace,
+// "runtime:" or "ns/" alone never names a sandbox, even where one sandbox
+// of it is all there is: it is an error that lists what it could mean
+// (see HasNamePrefix).
 func (v *View) Resolve(arg string) (*Sandbox, error) {
 	if strings.TrimSpace(arg) == "" {
 		return nil, fmt.Errorf("%w: empty sandbox ID", ErrResolve)
@@ -38,6 +40,9 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 				hits = append(hits, sb)
 			}
 		}
+	}
+	if len(hits) == 0 {
+		hits = v.containersNamed(arg, false)
 	}
 	switch len(hits) {
 	case 1:
@@ -54,6 +59,7 @@ func (v *View) Resolve(arg string) (*Sandbox, error) {
 			hits = append(hits, sb)
 		}
 	}
+	hits = append(hits, v.containersNamed(arg, true)...)
 	switch len(hits) {
 	case 1:
 		return hits[0], nil

@@ -174,6 +174,9 @@ type Sandbox struct {
 	// Trouble is the evidence for the badges oom, stuck and hollow; nil
 	// when the sandbox has none of them (see Watch).
 	Trouble *Trouble
+	// Pod is set on a container taken alone (kill <container id>): the
+	// sandbox it is a container of, which a teardown of it leaves running.
+	Pod *Sandbox
 
 	// idx is the sandbox's position in View.Sandboxes. supOrphan is the
 	// supervisor's verdict alone (Orphan also counts escaped members), and
@@ -240,8 +243,8 @@ func qualify(ns, id string) string {
 // this Name or ID; nil when there is none or the name is ambiguous
 // (Resolve says why).
 func (v *View) Sandbox(name string) *Sandbox {
-	if i, ok := v.byID[name]; ok {
-		return v.Sandboxes[i]
+	if sb := v.byKey(name); sb != nil {
+		return sb
 	}
 	if hits := v.named(name); len(hits) == 1 {
 		return hits[0]
@@ -250,12 +253,13 @@ func (v *View) Sandbox(name string) *Sandbox {
 }
 
 // byKey returns the sandbox with this Key (or the namespaced one that
-// absorbed the matches of this un-namespaced key), or nil.
+// absorbed the matches of this un-namespaced key), or the container of a
+// pod with this Key, or nil.
 func (v *View) byKey(key string) *Sandbox {
 	if i, ok := v.byID[key]; ok {
 		return v.Sandboxes[i]
 	}
-	return nil
+	return v.container(key)
 }
 
 // named lists the sandboxes whose Name or ID is name.

@@ -154,7 +154,7 @@ func (r *run) cgroupNotOurs(snap *proc.Snapshot) string {
 		if p.Zombie() || (p.Cgroup != r.p.Cgroup && !strings.HasPrefix(p.Cgroup, r.p.Cgroup+"/")) {
 			continue
 		}
-		if sb == nil || v.SandboxOf(p.ID()) != sb {
+		if sb == nil || !sb.Holds(p.ID()) {
 			return fmt.Sprintf("pid %d (%s) in %s is not the target's", p.PID, p.Comm, r.p.Cgroup)
 		}
 	}

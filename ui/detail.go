@@ -3,6 +3,7 @@ package ui
 import (
 	"cmp"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,6 +245,13 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		// Its own line, never the orphan badge: the supervisor may be
 		// alive and well.
 		add("escaped", format.Count(sb.Escaped, "process", "processes")+" left the tree (double-forked, re-parented): the sandbox's still, by its cgroup; a teardown takes them too")
+	}
+	for i, c := range sb.Containers() {
+		key := ""
+		if i == 0 {
+			key = "containers"
+		}
+		add(key, fmt.Sprintf("%s %s in %s", c.ID, format.Count(len(c.Members), "process", "processes"), path.Base(c.Cgroup)))
 	}
 	// What a teardown of it would do, worded as the confirmation and the
 	// CLI word it: planning is pure, and the plan is thrown away.

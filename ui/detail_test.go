@@ -3,8 +3,13 @@ package ui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/model/modeltest"
+	"github.com/sandtop/sandtop/proc"
 )
 
 // TestWrapValue: a long command line wraps within the width, never leaves
@@ -35,5 +40,40 @@ func TestWrapValue(t *testing.T) {
 	}
 	if lines := wrapValue("containerd-shim-cube-rs", 12); len(lines) < 2 || !strings.HasSuffix(lines[0], "-") {
 		t.Errorf("a hyphenated word no longer breaks inside: %q", lines)
+	}
+}
+
+// A pod's detail pane lists its containers: each one's ID, its processes
+// and its own cgroup, as the JSON does.
+func TestDetailListsPodContainers(t *testing.T) {
+	slice := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod4a1c0f1e_2b3d_4e5f_8a9b_0c1d2e3f4a5b.slice"
+	pause, app := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	start := time.Unix(1_700_000_000, 0)
+	mk := func(pid, ppid int, argv, cgroup string) *proc.Process {
+		return &proc.Process{PID: pid, PPID: ppid, Comm: strings.Fields(argv)[0], Argv: strings.Fields(argv), Cgroup: cgroup, Start: uint64(pid), State: 'S'}
+	}
+	snap := modeltest.Snapshot(proc.Snapshot{
+		Time: start, BootTime: start.Add(-time.Hour), ClockTicks: 100,
+		Cgroups: map[string]proc.CgroupState{}, Freezers: map[string]proc.CgroupState{}, Listeners: map[string]bool{"/run/containerd/containerd.sock": true},
+	},
+		mk(500, 1, "/usr/bin/containerd-shim-runc-v2 -namespace k8s.io -id "+pause+" -address /run/containerd/containerd.sock", "/system.slice/containerd.service"),
+		mk(501, 500, "/pause", slice+"/cri-containerd-"+pause+".scope"),
+		mk(502, 500, "server --port 8080", slice+"/cri-containerd-"+app+".scope"),
+		mk(503, 502, "worker", slice+"/cri-containerd-"+app+".scope"),
+	)
+	v := model.Build(snap, model.Presets(), nil)
+	sb := v.Sandbox("4a1c0f1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b")
+	if sb == nil {
+		t.Fatal("no pod sandbox")
+	}
+	_, lines := detail{styles: DefaultStyles()}.content(&row{kind: rowSandbox, sb: sb}, &rowCtx{view: v}, 300)
+	text := ansi.Strip(strings.Join(lines, "\n"))
+	for _, want := range []string{
+		"containers " + pause + " 1 process in cri-containerd-" + pause + ".scope",
+		app + " 2 processes in cri-containerd-" + app + ".scope",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("detail pane lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -101,8 +101,10 @@ func (b *builder) runcContainer(bp *boxPlan, shim *node, cgroup string, procs ..
 
 // pod builds a Kubernetes pod with the systemd cgroup driver: a pod slice
 // kubepods-<qos>-pod<uid with '_' for '-'>.slice holding one
-// cri-containerd-<id>.scope per container (pkg/kubelet/cm/cgroup_manager_linux.go).
-// The pod slice is the sandbox's cgroup.
+// cri-containerd-<id>.scope per container (pkg/kubelet/cm/cgroup_manager_linux.go):
+// the pause container and two app containers, the shape the Debian 12
+// test host showed (cmd/testhost/guest). The pod slice is the sandbox's
+// cgroup; sandtop lists the containers inside it.
 func (b *builder) pod(bp *boxPlan, shim *node, sandboxID string) error {
 	slice := "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
 		strings.ReplaceAll(bp.m.ID, "-", "_") + ".slice"
@@ -113,20 +115,23 @@ func (b *builder) pod(bp *boxPlan, shim *node, sandboxID string) error {
 	if err != nil {
 		return err
 	}
-	appID := b.ids.hex(64)
-	bp.m.AltIDs = append(bp.m.AltIDs, appID)
-	appCg, err := b.boxCgroup(bp, slice+"/cri-containerd-"+appID+".scope")
-	if err != nil {
-		return err
+	var appCgs [2][]string
+	for i := range appCgs {
+		appID := b.ids.hex(64)
+		bp.m.AltIDs = append(bp.m.AltIDs, appID)
+		if appCgs[i], err = b.boxCgroup(bp, slice+"/cri-containerd-"+appID+".scope"); err != nil {
+			return err
+		}
 	}
-	bp.leafParent, bp.leafCgroups = shim, appCg
+	bp.leafParent, bp.leafCgroups = shim, appCgs[0]
 	if bp.m.Spec.Bare {
 		return nil
 	}
 	pause := b.node("pause", "/pause")
 	app := b.node("app", "/usr/local/bin/server", "--port", "8080")
-	pause.Cgroups, app.Cgroups = pauseCg, appCg
-	shim.Children = []*node{pause, app}
+	sidecar := b.node("sidecar", "/usr/local/bin/log-shipper", "--from", "/var/log/pods")
+	pause.Cgroups, app.Cgroups, sidecar.Cgroups = pauseCg, appCgs[0], appCgs[1]
+	shim.Children = []*node{pause, app, sidecar}
 	bp.main = app
 	return nil
 }

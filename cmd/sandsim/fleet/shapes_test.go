@@ -265,10 +265,10 @@ func TestDemoShapes(t *testing.T) {
 			if !strings.HasSuffix(s.Cgroup, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"+uid+".slice") {
 				t.Errorf("pod cgroup %s", s.Cgroup)
 			}
-			if len(s.AltIDs) != 2 || cmdline(t, s.Root().PID)[4] != s.AltIDs[0] {
+			if len(s.AltIDs) != 3 || cmdline(t, s.Root().PID)[4] != s.AltIDs[0] {
 				t.Fatalf("alt ids %q, shim argv %q", s.AltIDs, s.Root().Argv)
 			}
-			for i, r := range []string{"pause", "app"} {
+			for i, r := range []string{"pause", "app", "sidecar"} {
 				want := s.Cgroup + "/cri-containerd-" + s.AltIDs[i] + ".scope"
 				if got := cgroupOf(t, role(t, s, r)); got != want {
 					t.Errorf("%s in %s, want %s", r, got, want)
