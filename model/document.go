@@ -398,15 +398,12 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 }
 
 func resourcesJSON(r *Resources) *ResourcesJSON {
-	part := func(p Part) PartJSON {
-		return PartJSON{CPUSeconds: p.CPUSeconds, MemoryBytes: p.MemoryBytes, Processes: p.Processes}
-	}
 	return &ResourcesJSON{
 		CPUSeconds: r.CPUSeconds, MemoryBytes: r.MemoryBytes, MemoryPeakBytes: r.MemoryPeakBytes,
 		MemoryLimitBytes: r.MemoryLimitBytes, CPULimitCores: r.CPULimitCores,
 		PIDs: r.PIDs, PIDsLimit: r.PIDsLimit, IOReadBytes: r.IOReadBytes, IOWriteBytes: r.IOWriteBytes,
 		OOMKills: r.OOMKills, Pressure: PressureJSON{CPU: r.Pressure.CPU, Memory: r.Pressure.Memory, IO: r.Pressure.IO},
-		Source: r.Source, Overhead: part(r.Overhead), Workload: part(r.Workload), WorkloadIs: r.WorkloadNote,
+		Source: r.Source, Overhead: PartJSON(r.Overhead), Workload: PartJSON(r.Workload), WorkloadIs: r.WorkloadNote,
 	}
 }
 
