@@ -18,6 +18,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/exporter"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/reap"
 	"github.com/sandtop/sandtop/model/query"
+	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -189,7 +190,7 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 		return err
 	}
 	if r.Failed() > 0 {
-		return &exitError{code: exitFailure, err: fmt.Errorf("%d teardowns incomplete: see the failed decisions", r.Failed())}
+		return &exitError{code: exitFailure, err: fmt.Errorf("%s incomplete: see the failed decisions", words.Count(r.Failed(), "teardown", "teardowns"))}
 	}
 	return nil
 }
