@@ -40,7 +40,7 @@ func TestViewGolden(t *testing.T) {
 			settle(m, keys("a")...)
 			cursorTo(t, m, hostKey)
 			settle(m, keys("l")...)
-		}, want: []string{"(host)", "vim notes.txt", "alice"}},
+		}, want: []string{"(host)", "vim notes.txt", "alice", "└─ /usr/sbin/sshd -D"}},
 		{name: "filter_orphans", w: 120, h: 20, steps: func(t *testing.T, m *Model) {
 			settle(m, keys("/")...)
 			settle(m, typeText("badge:orphan")...)

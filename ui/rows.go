@@ -204,12 +204,46 @@ func appendHost(rows []row, in rowsInput, g *group) []row {
 		return rows
 	}
 	procs := g.procs
+	if in.tree {
+		return appendHostTree(rows, procs)
+	}
 	if in.sort != sortID || in.reverse {
 		procs = slices.Clone(procs)
 		slices.SortStableFunc(procs, func(a, b *proc.Process) int { return compareProcs(in.sort, in.reverse, in.cpu, a, b) })
 	}
 	for _, p := range procs {
 		rows = append(rows, row{kind: rowHostProc, key: rowKey{sandbox: hostGroup, id: p.ID()}, p: p})
+	}
+	return rows
+}
+
+// appendHostTree lists the host group's processes as trees, as a
+// sandbox's: each under its parent when its parent is in the group, in
+// pid order among siblings.
+func appendHostTree(rows []row, procs []*proc.Process) []row {
+	in := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		in[p.PID] = true
+	}
+	kids := map[int][]*proc.Process{}
+	var roots []*proc.Process
+	for _, p := range procs {
+		if in[p.PPID] && p.PPID != p.PID {
+			kids[p.PPID] = append(kids[p.PPID], p)
+		} else {
+			roots = append(roots, p)
+		}
+	}
+	var walk func(p *proc.Process, lasts []bool)
+	walk = func(p *proc.Process, lasts []bool) {
+		rows = append(rows, row{kind: rowHostProc, key: rowKey{sandbox: hostGroup, id: p.ID()}, p: p, prefix: format.TreeGlyphs(lasts)})
+		ks := kids[p.PID]
+		for i, k := range ks {
+			walk(k, append(slices.Clip(lasts), i == len(ks)-1))
+		}
+	}
+	for _, r := range roots {
+		walk(r, nil)
 	}
 	return rows
 }

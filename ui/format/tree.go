@@ -33,6 +33,29 @@ func TreePrefix(m *model.Member) string {
 	return b.String()
 }
 
+// TreeGlyphs are TreePrefix's glyphs for a node of any tree: lasts says,
+// from the top level down to the node itself, whether each is the last of
+// its siblings; a root (no lasts) has none.
+func TreeGlyphs(lasts []bool) string {
+	if len(lasts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range lasts[:len(lasts)-1] {
+		if l {
+			b.WriteString("   ")
+		} else {
+			b.WriteString("│  ")
+		}
+	}
+	if lasts[len(lasts)-1] {
+		b.WriteString("└─ ")
+	} else {
+		b.WriteString("├─ ")
+	}
+	return b.String()
+}
+
 func last(m *model.Member) bool {
 	sib := m.Parent.Children
 	return sib[len(sib)-1] == m
