@@ -445,6 +445,7 @@ func (b *Builder) Build(snap *proc.Snapshot, prev *View) *View {
 	}
 	w.attributeByRule()
 	w.foldUnqualified()
+	w.resolveClaims()
 	w.attributeByGroup()
 	w.attributeByAncestor()
 	w.mergeNested()

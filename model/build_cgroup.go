@@ -279,6 +279,7 @@ func (w *build) mergeByCgroupName() {
 			byID[sb.ID] = sb
 		}
 	}
+	var homes map[string]*Sandbox
 	for _, dst := range w.sorted() {
 		if w.byID[dst.Key()] != dst {
 			continue // merged away already
@@ -290,6 +291,18 @@ func (w *build) mergeByCgroupName() {
 		for _, p := range w.procs[dst] {
 			if p.Cgroup == "" || slices.Contains(seen, p.Cgroup) {
 				continue
+			}
+			// A process that only claims dst (in its argv) while it
+			// lives where a cgroup rule found another sandbox cannot
+			// pull that sandbox into dst: its cgroup speaks for the
+			// other one.
+			if i := w.ix.of(p.PID); i >= 0 && w.by[i] != ByCgroup && !namesInPath(p.Cgroup, dst.Namespace, dst.ID) {
+				if homes == nil {
+					homes = w.cgroupHomes(true)
+				}
+				if h, ok := homes[p.Cgroup]; ok && h != dst {
+					continue
+				}
 			}
 			seen = append(seen, p.Cgroup)
 			for tok := range strings.FieldsFuncSeq(p.Cgroup, isCgroupSeparator) {

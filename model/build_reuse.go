@@ -117,7 +117,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 			j++
 		}
 	}
-	if !r.membersAgree() {
+	if !r.membersAgree() || r.touchesConflict() {
 		return nil
 	}
 
@@ -190,6 +190,18 @@ func (r *reuser) mark(sb int32) {
 		r.dirty = make([]bool, len(r.prev.Sandboxes))
 	}
 	r.dirty[sb] = true
+}
+
+// touchesConflict reports whether a member born, gone or changed is in a
+// sandbox with a conflict: whether a claim is contradicted (rule 1c)
+// depends on every other claimant of it, which only a full Build weighs.
+func (r *reuser) touchesConflict() bool {
+	for i, d := range r.dirty {
+		if d && len(r.prev.Sandboxes[i].Conflicts) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *reuser) change(m *Member, p *proc.Process) {

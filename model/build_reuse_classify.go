@@ -92,6 +92,9 @@ func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 			return undecidable, join{}
 		}
 	}
+	if r.mayContradict(n, sb) {
+		return undecidable, join{}
+	}
 	if m.Rule.NestedPIDNamespace && m.Rule.onlyCgroup() {
 		// Weak cgroup evidence yields to an ancestor of another runtime
 		// (see build.underOtherRuntime): only a full Build decides that.
@@ -102,6 +105,25 @@ func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 		}
 	}
 	return joins, join{sb: sb.idx, via: ViaRule, by: m.By, match: m}
+}
+
+// mayContradict reports whether a claim of sb (argv, exe, comm, cwd)
+// might be contradicted by where n lives (see build.resolveClaims): an
+// ancestor in another sandbox, a cgroup none of sb's members is in, or a
+// sandbox that has a conflict already. Only a full Build decides those.
+func (r *reuser) mayContradict(n *proc.Process, sb *Sandbox) bool {
+	if len(sb.Conflicts) > 0 {
+		return true
+	}
+	for q, steps := r.snap.ByPID[n.PPID], 0; q != nil && steps <= len(r.snap.Procs); q, steps = r.snap.ByPID[q.PPID], steps+1 {
+		if q.Kernel || q.PID <= 1 || q.PID == r.snap.Self {
+			break
+		}
+		if o := r.l.view.SandboxOf(q.ID()); o != nil && o != sb {
+			return true
+		}
+	}
+	return !slices.ContainsFunc(sb.Members, func(m *Member) bool { return m.Cgroup == n.Cgroup })
 }
 
 // hasSocketFlag reports whether p's argv names a supervisor socket of any

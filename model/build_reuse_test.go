@@ -500,7 +500,8 @@ func TestReuseDedicationSeesOnlyEarlyMembers(t *testing.T) {
 // TestReuseNewbornUnderNewborn: a newborn's place is decided by its
 // nearest placed ancestor, which can itself be new: a process a rule
 // recognises, born since the last refresh under another sandbox's member,
-// takes its children to its own sandbox.
+// while the sandbox it claims lives elsewhere, is an impostor in the
+// sandbox whose tree it is in (rule 1c), and so are its children.
 func TestReuseNewbornUnderNewborn(t *testing.T) {
 	const a, b = "sandbox-a1", "sandbox-b1"
 	s1 := snap(
@@ -519,7 +520,7 @@ func TestReuseNewbornUnderNewborn(t *testing.T) {
 	if g, w := dumpView(got), dumpView(Build(s2, rules, v1)); g != w {
 		t.Fatalf("builder:\n%s\nfull build:\n%s", g, w)
 	}
-	if sb := got.SandboxOf(s2.ByPID[711].ID()); sb == nil || sb.ID != b {
-		t.Errorf("the newborn's child is in %v, want %s", sb, b)
+	if sb := got.SandboxOf(s2.ByPID[711].ID()); sb == nil || sb.ID != a || len(sb.Conflicts) != 1 {
+		t.Errorf("the newborn's child is in %v, want %s with the newborn's claim as a conflict", sb, a)
 	}
 }

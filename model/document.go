@@ -50,6 +50,8 @@ type SandboxJSON struct {
 	Paused  string   `json:"paused"`
 	Badges  []Badge  `json:"badges"`
 	Cleanup []string `json:"cleanup"`
+	// Conflicts are claims that contradict where a process lives.
+	Conflicts []string `json:"conflicts,omitempty"`
 	// CleanupRefused says why a rule's cleanup path was not made.
 	CleanupRefused []string `json:"cleanup_refused,omitempty"`
 	// Reconcile is the runtime's own command to run after a kill (empty
@@ -355,6 +357,7 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 		Badges:         append([]Badge{}, sb.Badges...),
 		Cleanup:        append([]string{}, sb.Cleanup...),
 		CleanupRefused: sb.CleanupRefused,
+		Conflicts:      sb.Conflicts,
 		Reconcile:      append([]string{}, sb.Reconcile...),
 		Processes:      slices.Grow(procs, len(sb.Members)),
 	}

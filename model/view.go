@@ -160,6 +160,10 @@ type Sandbox struct {
 	Badges     []Badge
 	// Cleanup is the rule's cleanup paths with captures substituted.
 	Cleanup []string
+	// Conflicts are the claims that contradict where a process lives
+	// (see build.resolveClaims): a process inside one sandbox that
+	// names another in its argv.
+	Conflicts []string
 	// CleanupRefused says, one a template, why a cleanup path was not
 	// made: a value the sandbox's processes showed would have climbed out
 	// of the runtime's directory (an ID of "..").

@@ -194,6 +194,9 @@ func (p *Plan) Write(w io.Writer) {
 		line("state", f.State)
 	}
 	line("supervisor", f.Supervisor)
+	if p.Sandbox != nil && len(p.Sandbox.Conflicts) > 0 {
+		line("conflict", p.Sandbox.ConflictText())
+	}
 	line("cleanup", f.Cleanup)
 	if f.Reconcile != "" {
 		line("reconcile", f.Reconcile)
