@@ -109,8 +109,8 @@ func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 
 // mayContradict reports whether a claim of sb (argv, exe, comm, cwd)
 // might be contradicted by where n lives (see build.resolveClaims): an
-// ancestor in another sandbox, a cgroup none of sb's members is in, or a
-// sandbox that has a conflict already. Only a full Build decides those.
+// ancestor in another sandbox, a cgroup where a rule found another
+// sandbox, or a sandbox that has a conflict already. Only a full Build decides those.
 func (r *reuser) mayContradict(n *proc.Process, sb *Sandbox) bool {
 	if len(sb.Conflicts) > 0 {
 		return true
@@ -123,7 +123,12 @@ func (r *reuser) mayContradict(n *proc.Process, sb *Sandbox) bool {
 			return true
 		}
 	}
-	return !slices.ContainsFunc(sb.Members, func(m *Member) bool { return m.Cgroup == n.Cgroup })
+	for _, o := range r.l.view.Sandboxes {
+		if o != sb && slices.ContainsFunc(o.Members, func(m *Member) bool { return m.MatchedBy == ByCgroup && m.Cgroup == n.Cgroup }) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasSocketFlag reports whether p's argv names a supervisor socket of any

@@ -358,8 +358,11 @@ func TestReuseMatchesFullBuild(t *testing.T) {
 	if joins == 0 || exits == 0 || execs == 0 {
 		t.Error("the random host never made reuse absorb a member's birth, exit or exec")
 	}
-	// The check proves something only if both paths ran often.
-	if reused < builds/5 || reused > builds*9/10 {
+	// The check proves something only if both paths ran often. The
+	// random host often puts a claimant inside another sandbox (a
+	// conflict, which a full Build decides), so reuse runs less than on
+	// a real host.
+	if reused < builds/8 || reused > builds*9/10 {
 		t.Errorf("%d of %d builds reused: the random host does not exercise both paths", reused, builds)
 	}
 }
