@@ -211,8 +211,17 @@ func (w *build) claims(sb *Sandbox, dir string) bool {
 	return ok
 }
 
-func (w *build) claimsUncached(sb *Sandbox, dir string) bool {
-	for _, r := range w.rules[sb] {
+func (w *build) claimsUncached(sb *Sandbox, dir string) bool { return claimedBy(w.rules[sb], sb, dir) }
+
+// Names reports whether the cgroup path dir provably belongs to the
+// sandbox, by the evidence a dedicated cgroup is judged by: a cgroup
+// matcher of one of its rules recognises this very sandbox in it, or its
+// ID (with its namespace) is part of the path. A process in such a cgroup
+// started inside the sandbox, wherever its ancestry now leads.
+func (s *Sandbox) Names(dir string) bool { return claimedBy(s.rules, s, dir) }
+
+func claimedBy(rules []*Rule, sb *Sandbox, dir string) bool {
+	for _, r := range rules {
 		if r.Cgroup == nil || !r.Cgroup.MatchString(dir) {
 			continue
 		}

@@ -105,6 +105,17 @@ type run struct {
 	// leftover (the done event's Totals carry them to the audit record).
 	cleanupEv Event
 	results   []LeftoverResult
+	// killed marks processes SIGKILL was delivered to, one by one or by
+	// cgroup.kill: a survivor of a stopped teardown is told apart by it.
+	killed map[proc.Identity]bool
+	// cgroupKilled is set once cgroup.kill was written to the dedicated
+	// cgroup.
+	cgroupKilled bool
+	// termed marks processes SIGTERM was delivered to.
+	termed map[proc.Identity]bool
+	// stopped says when the operator stopped the teardown ("" when
+	// nobody did): the record must not claim what never happened.
+	stopped string
 	// sc is the verify scanner, made on first use and kept so each verify
 	// round re-reads only what changed.
 	sc       *proc.Scanner
@@ -125,12 +136,18 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		reasons:   map[proc.Identity]string{},
 		failedSig: map[proc.Identity]unix.Signal{},
 		denied:    map[proc.Identity]bool{},
+		killed:    map[proc.Identity]bool{},
+		termed:    map[proc.Identity]bool{},
 	}
 	defer r.close()
 	if p.LeftoverOnly() {
 		return r.leftovers(ctx)
 	}
-	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: fmt.Sprintf("%s; %s; %s", words.Count(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())})
+	detail := fmt.Sprintf("%s; %s; %s", words.Count(len(p.Members), "process", "processes"), r.cgroupWord(), p.Strategy())
+	if out := p.leftOut(); len(out) > 0 {
+		detail += "; " + words.Count(len(out), "suspect", "suspects") + " outside the tree not signalled (kill --with-cgroup includes them)"
+	}
+	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: detail})
 
 	r.pinMembers()
 	if p.Grace > 0 && ctx.Err() == nil {
@@ -141,6 +158,9 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	if ctx.Err() == nil {
 		r.forced(ctx)
 	}
+	if ctx.Err() != nil {
+		r.stopped = r.stoppedWhen()
+	}
 	r.thawFreezer()
 	survivors := r.verify(ctx)
 	r.cleanup(ctx, len(survivors) == 0)
@@ -150,13 +170,14 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		Survivors:   survivors,
 		Failed:      r.failed,
 		Elapsed:     e.now().Sub(r.start),
+		Stopped:     r.stopped,
 	}
 	status, detail := OK, fmt.Sprintf("%d killed, %d already gone, %d survivors in %s", t.Killed, t.AlreadyGone, len(t.Survivors), t.Elapsed.Round(time.Millisecond))
+	if r.stopped != "" {
+		detail += "; stopped by the operator " + r.stopped
+	}
 	if !t.OK() {
 		status = Fail
-		if ctx.Err() != nil {
-			detail += " (cancelled)"
-		}
 	}
 	done := Event{Step: StepDone, Status: status, Detail: detail, Totals: &t}
 	if len(p.Reconcile) > 0 {
@@ -299,6 +320,12 @@ func (r *run) signal(step Step, p *Pinned, sig unix.Signal, quiet bool) {
 	err := p.Signal(sig)
 	switch {
 	case err == nil:
+		switch sig {
+		case unix.SIGKILL:
+			r.killed[p.ID] = true
+		case unix.SIGTERM:
+			r.termed[p.ID] = true
+		}
 		if !quiet {
 			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: unix.SignalName(sig), Status: OK})
 		}
@@ -364,6 +391,17 @@ func (r *run) graceful(ctx context.Context) {
 	default:
 		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%s%d of %d still running after %s: escalating to SIGKILL", refused, left, len(termed), took)})
 	}
+}
+
+// stoppedWhen says at which point a cancelled teardown stopped.
+func (r *run) stoppedWhen() string {
+	switch {
+	case len(r.killed) > 0:
+		return "while SIGKILL was being sent"
+	case len(r.termed) > 0:
+		return "during the grace, before SIGKILL"
+	}
+	return "before any signal"
 }
 
 // step reports a single-shot step from its error. A cgroup that vanished

@@ -97,10 +97,13 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 			r.event(Event{Step: StepCgroupKill, Status: Skip, Error: errno, Detail: human + ": falling back to per-process SIGKILL"})
 			return false
 		}
-	} else if empty {
-		r.event(Event{Step: StepCgroupKill, Status: Skip, Detail: "nothing left in " + r.p.Cgroup + " to kill"})
 	} else {
-		r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: detail})
+		r.cgroupKilled = true
+		if empty {
+			r.event(Event{Step: StepCgroupKill, Status: Skip, Detail: "nothing left in " + r.p.Cgroup + " to kill"})
+		} else {
+			r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: detail})
+		}
 	}
 	if r.p.FreezerDir != "" {
 		// cgroup.kill wakes v2-frozen tasks, but a task frozen by the v1

@@ -66,7 +66,24 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			r.fail(StepVerify, 0, "", "", fmt.Errorf("rescan: %w", err))
 			return r.survivors(nil, r.live())
 		}
-		left, zombies := r.remaining(snap)
+		left, zombies, fresh := r.remaining(snap)
+		// Suspects in a cgroup that names the sandbox are taken like
+		// members; the others are named, never signalled: the operator
+		// included only those the plan listed, which are pinned already.
+		var named []Survivor
+		for _, s := range r.p.scope.find(snap, fresh, r.held, r.e.protected) {
+			if s.Provable {
+				if r.pinPIDs([]int{s.PID}, 0) > 0 {
+					left = append(left, snap.ByPID[s.PID])
+				}
+				continue
+			}
+			named = append(named, Survivor{PID: s.PID, Comm: s.Comm, Reason: "suspected escape (" + s.Why() + "): " + includeHint})
+		}
+		if len(left) == 0 && len(named) > 0 {
+			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("fresh scan: nothing of the tree of %s remains, but %s may have started inside it: %s", r.p.Target, words.Count(len(named), "process", "processes"), describeSurvivors(named))})
+			return named
+		}
 		if len(left) == 0 {
 			detail := fmt.Sprintf("fresh scan: nothing of %s remains", r.p.Target)
 			if r.p.CgroupDir != "" {
@@ -83,20 +100,21 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			return nil
 		}
 		if vctx.Err() != nil || r.hopeless(left) {
-			sv := r.survivors(snap, nil)
+			sv := append(r.survivors(snap, nil), named...)
 			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("%s of %s survive after %s: %s", words.Count(len(sv), "process", "processes"), r.p.Target, r.e.now().Sub(start).Round(time.Millisecond), describeSurvivors(sv))})
 			return sv
 		}
-		fresh := 0
+		newcomers := 0
 		for _, p := range left {
 			if !r.known(p.PID) {
-				fresh++
+				newcomers++
 			}
 			r.pinPIDs([]int{p.PID}, 0)
 		}
-		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, words.Count(len(left), "process", "processes"), r.p.Target, fresh)})
+		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, words.Count(len(left), "process", "processes"), r.p.Target, newcomers)})
 		if r.p.CgroupDir != "" && r.cgroupNotOurs(snap) == "" {
 			if err := Kill(r.p.CgroupDir); err == nil {
+				r.cgroupKilled = true
 				r.event(Event{Step: StepCgroupKill, Status: OK, Signal: "SIGKILL", Detail: "killed every process in " + r.p.Cgroup + " again"})
 			}
 		}
@@ -122,9 +140,13 @@ func (r *run) hopeless(left []*proc.Process) bool {
 	return true
 }
 
+// held reports whether a live pin of the teardown holds id.
+func (r *run) held(id proc.Identity) bool { return r.pins[id] != nil && !r.dead[id] }
+
 // remaining lists the live processes of the target in snap, and notes on
-// zombies whose reaper is outside the target.
-func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []string) {
+// zombies whose reaper is outside the target; fresh is the view of snap
+// that judged a sandbox's members (nil for a subtree).
+func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []string, fresh *model.View) {
 	in := map[int]*proc.Process{}
 	alive := func(id proc.Identity) *proc.Process {
 		if p := snap.ByPID[id.PID]; p != nil && p.Start == id.Start {
@@ -135,7 +157,8 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []st
 	if r.p.Sandbox != nil {
 		// Built on the plan's view, so members keep their attribution
 		// while their identity lives, wherever they have wandered.
-		if sb := model.Build(snap, r.e.rules, r.p.View).Sandbox(r.p.Key); sb != nil {
+		fresh = model.Build(snap, r.e.rules, r.p.View)
+		if sb := fresh.Sandbox(r.p.Key); sb != nil {
 			for _, m := range sb.Members {
 				in[m.PID] = m.Process
 			}
@@ -187,7 +210,7 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []st
 			zombies = append(zombies, fmt.Sprintf("zombie %d (%s) must be reaped by its parent %d (%s)", q.PID, q.Comm, parent.PID, parent.Comm))
 		}
 	}
-	return left, zombies
+	return left, zombies, fresh
 }
 
 // survivors explains each process still alive: from snap when there is
@@ -195,7 +218,7 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []st
 func (r *run) survivors(snap *proc.Snapshot, pins []*Pinned) []Survivor {
 	var out []Survivor
 	if snap != nil {
-		left, _ := r.remaining(snap)
+		left, _, _ := r.remaining(snap)
 		for _, p := range left {
 			out = append(out, Survivor{PID: p.PID, Comm: p.Comm, Reason: r.reason(p)})
 		}
@@ -210,6 +233,12 @@ func (r *run) survivors(snap *proc.Snapshot, pins []*Pinned) []Survivor {
 func (r *run) reason(p *proc.Process) string {
 	if why, ok := r.reasons[p.ID()]; ok {
 		return why
+	}
+	if r.stopped != "" && !r.killed[p.ID()] && !(r.cgroupKilled && r.p.inCgroup(Member{Cgroup: p.Cgroup})) {
+		if r.termed[p.ID()] {
+			return "the operator stopped the teardown " + r.stopped + ": SIGTERM was sent, SIGKILL never"
+		}
+		return "the operator stopped the teardown " + r.stopped + ": SIGKILL never sent"
 	}
 	if err := r.refused(p); err != nil {
 		_, human := Describe(err)

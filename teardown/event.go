@@ -74,7 +74,10 @@ type Totals struct {
 	// Leftovers says, for a sandbox with no process left, what became of
 	// each thing it left, in the order they were taken.
 	Leftovers []LeftoverResult `json:"leftovers,omitempty"`
-	Elapsed   time.Duration    `json:"-"`
+	// Stopped says when the operator stopped the teardown ("during the
+	// grace, before SIGKILL"); empty when it ran to its end.
+	Stopped string        `json:"stopped,omitempty"`
+	Elapsed time.Duration `json:"-"`
 }
 
 // MarshalJSON renders Elapsed in milliseconds, which is what people read.

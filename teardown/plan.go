@@ -69,6 +69,15 @@ type Plan struct {
 	// view on top of it so that members keep their attribution while they
 	// live (sticky attribution).
 	View *model.View
+	// Suspects are processes outside the tree, in the cgroups its members
+	// occupy, that may have started inside it (see Suspect). The included
+	// ones are among Members too.
+	Suspects []Suspect
+	// WithCgroup includes every suspect, not only those in a cgroup that
+	// names the sandbox.
+	WithCgroup bool
+	// scope is what verify judges a fresh scan's suspects by.
+	scope *suspectScope
 }
 
 // Member is one process of the plan, named by identity.
@@ -80,6 +89,9 @@ type Member struct {
 	Zombie bool
 	// Cgroup is the member's cgroup v2 path when planned.
 	Cgroup string
+	// Suspect is the evidence that put a process outside the tree among
+	// the members (see Suspect); "" for the tree's own.
+	Suspect string
 }
 
 func member(m *model.Member) Member {
@@ -101,6 +113,8 @@ type PlanOptions struct {
 	// ProcRoot is where a subtree's processes' sockets are read, to find a
 	// supervisor known by the socket it listens on ("/proc" when empty).
 	ProcRoot string
+	// WithCgroup includes every suspect in the plan (see Plan.WithCgroup).
+	WithCgroup bool
 }
 
 // PlanSandbox plans the teardown of one sandbox of v.
@@ -148,7 +162,19 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(sb.Members[i]))
 	}
+	p.scope = newSuspectScope(v, sb)
+	p.Suspects = p.scope.find(v.Snapshot, v, func(proc.Identity) bool { return false }, o.Protected)
+	p.WithCgroup = o.WithCgroup
+	p.takeSuspects()
 	return p, nil
+}
+
+// SetWithCgroup includes every suspect (on) or only the provable ones, as
+// the confirmation's key toggles it.
+func (p *Plan) SetWithCgroup(on bool) {
+	p.Members = slices.DeleteFunc(p.Members, func(m Member) bool { return m.Suspect != "" })
+	p.WithCgroup = on
+	p.takeSuspects()
 }
 
 // PlanSubtree plans the teardown of the process tree rooted at pid, for

@@ -39,6 +39,9 @@ type Facts struct {
 	// Reconcile is the runtime's own command that makes it notice the
 	// kill, and when it runs; "" when the runtime notices by itself.
 	Reconcile string
+	// Suspects name each process outside the tree that may have started
+	// inside it, why, and whether it is signalled (see Suspect).
+	Suspects []string
 	// Strategy is how the processes are stopped.
 	Strategy string
 	// Steps are the steps that will run, in order.
@@ -113,6 +116,9 @@ func (p *Plan) Facts() Facts {
 	if len(p.Reconcile) > 0 {
 		f.Reconcile = ShellQuote(p.Reconcile) + " (" + p.Runtime + " does not notice by itself; printed after the kill, run by kill --reconcile)"
 	}
+	for _, s := range p.Suspects {
+		f.Suspects = append(f.Suspects, fmt.Sprintf("pid %d %s: %s: %s", s.PID, s.Comm, s.Why(), p.suspectFate(s)))
+	}
 	switch {
 	case p.Supervised:
 		f.Cleanup = "left to the supervisor"
@@ -126,6 +132,17 @@ func (p *Plan) Facts() Facts {
 		f.Cleanup += "; " + p.cleanupRefusedText()
 	}
 	return f
+}
+
+// suspectFate says what the teardown does with a suspect.
+func (p *Plan) suspectFate(s Suspect) string {
+	switch {
+	case s.Provable:
+		return "taken, like a member"
+	case p.WithCgroup:
+		return "taken (the cgroup's other processes are included)"
+	}
+	return includeHint
 }
 
 // leftoverFacts are the facts of a sandbox with no process left: nothing
@@ -203,11 +220,20 @@ func (p *Plan) Write(w io.Writer) {
 	}
 	line("strategy", f.Strategy)
 	line("steps", f.StepsText())
+	if len(f.Suspects) > 0 {
+		fmt.Fprintf(w, "suspects (outside the tree, in its cgroups):\n")
+		for _, s := range f.Suspects {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
 	fmt.Fprintf(w, "processes (leaf first):\n")
 	for _, m := range p.Members {
 		z := ""
 		if m.Zombie {
 			z = " (zombie)"
+		}
+		if m.Suspect != "" {
+			z = " (suspect)"
 		}
 		fmt.Fprintf(w, "  %s%d %s%s\n", strings.Repeat("  ", m.Depth), m.PID, model.Printable(m.Comm), z)
 	}

@@ -6,7 +6,7 @@ import "time"
 
 // The full torture run (`make torture`, go test -tags torture). Every
 // figure can still be overridden from the environment: TORTURE_N,
-// TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_SEED.
+// TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_TRUTH, TORTURE_SEED.
 const (
 	tortureLong          = true
 	defaultTrials        = 200
@@ -14,4 +14,5 @@ const (
 	defaultChurn         = 30 * time.Second
 	defaultWatch         = 10 * time.Minute
 	defaultEngineRepeats = 100
+	defaultTruthTrials   = 120
 )

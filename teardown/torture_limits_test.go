@@ -13,4 +13,5 @@ const (
 	defaultChurn         = 3 * time.Second
 	defaultWatch         = 20 * time.Second
 	defaultEngineRepeats = 10
+	defaultTruthTrials   = 6
 )

@@ -220,7 +220,17 @@ func (m *Model) ReadOnly() bool { return m.killer == nil }
 // quit by asking to stop them (q twice) they send no further signal first;
 // when the screen went away any other way (its terminal closed, a signal)
 // they finish as confirmed. Call it after the program returns.
-func (m *Model) Shutdown() { m.runs.shutdown(m.stopRuns) }
+//
+// It returns an error naming every teardown that the operator stopped, or
+// that ended with survivors after the screen was gone: the screen's last
+// word must be as true as the CLI's.
+func (m *Model) Shutdown() error {
+	unseen := m.runs.shutdown(m.stopRuns)
+	if len(unseen) == 0 {
+		return nil
+	}
+	return fmt.Errorf("teardown incomplete: %s", strings.Join(unseen, "\n  "))
+}
 
 // Init starts the first scan; the refresh tick is armed when it returns.
 func (m *Model) Init() tea.Cmd {

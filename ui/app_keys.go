@@ -66,7 +66,9 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	t := &m.table
 	switch {
 	case key.Matches(msg, k.Quit, k.ForceQuit):
-		return m.quit()
+		return m.quit(msg)
+	case key.Matches(msg, k.Hurry):
+		m.hurry()
 	case m.bar != nil && m.bar.owns(msg):
 		return m.timeKey(msg)
 	case m.keys.disabledKill(msg):
@@ -169,10 +171,10 @@ func (m *Model) tooSmallKey(msg tea.KeyMsg) tea.Cmd {
 		if m.mode == modeConfirm {
 			m.closeConfirm()
 		}
-		return m.quit()
+		return m.quit(msg)
 	case m.mode != modeNormal:
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		return m.quit(msg)
 	case key.Matches(msg, k.ShowHelp, k.CloseHelp):
 		m.help.ShowAll = !m.help.ShowAll
 		k.showingHelp(m.help.ShowAll)
@@ -258,10 +260,17 @@ func (m *Model) escape() {
 	}
 }
 
-func (m *Model) quit() tea.Cmd {
+// quit ends the screen; while a teardown runs, the first press only
+// warns, naming the key pressed, and the second stops the teardowns (no
+// further signal; they still thaw, verify and write their record).
+func (m *Model) quit(msg tea.KeyMsg) tea.Cmd {
 	if m.panel.running > 0 && !m.quitArmed {
 		m.quitArmed = true
-		m.setStatus("a teardown is running: press q again to stop it and quit", true)
+		again := msg.String()
+		if key.Matches(msg, m.keys.ForceQuit) {
+			again = "Ctrl-C"
+		}
+		m.setStatus(fmt.Sprintf("a teardown is running: %s again stops it before SIGKILL and quits; %s sends SIGKILL now", again, m.keys.Hurry.Help().Key), true)
 		return nil
 	}
 	m.stopRuns = m.panel.running > 0
@@ -369,7 +378,7 @@ func (m *Model) inputKey(msg tea.KeyMsg) tea.Cmd {
 	search := m.mode == modeSearch
 	switch {
 	case key.Matches(msg, m.keys.ForceQuit):
-		return m.quit()
+		return m.quit(msg)
 	case !search && key.Matches(msg, ik.Accept) && m.fltErr != nil:
 		return nil // the error under the prompt says what to fix
 	case key.Matches(msg, ik.Accept):

@@ -104,7 +104,7 @@ func TestProgramKillStreams(t *testing.T) {
 	send(tm, "tab", "K") // back to the list, the same sandbox again
 	waitFor(t, tm, "already being torn down")
 	send(tm, "q")
-	waitFor(t, tm, "press q again")
+	waitFor(t, tm, "q again stops it before SIGKILL")
 
 	close(k.release)
 	waitFor(t, tm, "teardown finished")

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os/user"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/teardown"
+	"github.com/sandtop/sandtop/ui/format"
 )
 
 // Every function here returns a tea.Cmd closure that captures values, never
@@ -94,6 +96,28 @@ type runs struct {
 	closed bool
 	active int
 	idle   *sync.Cond
+	// unseen are the teardowns that did not end clean after the screen
+	// stopped showing them, or that the operator stopped: what the screen
+	// must still say once it is gone.
+	unseen []string
+}
+
+// ended records how a teardown ended, for Shutdown to report what the
+// screen could no longer show.
+func (r *runs) ended(target string, t teardown.Totals) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.OK() || (!r.closed && t.Stopped == "") {
+		return
+	}
+	line := fmt.Sprintf("%s: %s", target, format.Count(len(t.Survivors), "survivor", "survivors"))
+	if t.Stopped != "" {
+		line += ", stopped by the operator " + t.Stopped
+	}
+	for _, s := range t.Survivors {
+		line += fmt.Sprintf("; %d %s (%s)", s.PID, s.Comm, s.Reason)
+	}
+	r.unseen = append(r.unseen, line)
 }
 
 func newRuns() *runs {
@@ -124,8 +148,8 @@ func (r *runs) exit() {
 
 // shutdown waits for every teardown to finish, cancelling them first when
 // stop is set (they then send no further signal, but still thaw, verify
-// and audit).
-func (r *runs) shutdown(stop bool) {
+// and audit), and returns what ended badly unseen.
+func (r *runs) shutdown(stop bool) []string {
 	r.mu.Lock()
 	r.closed = true
 	close(r.gone)
@@ -135,7 +159,8 @@ func (r *runs) shutdown(stop bool) {
 	for r.active > 0 {
 		r.idle.Wait()
 	}
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return r.unseen
 }
 
 // batch is the teardowns one confirmation started.
@@ -143,7 +168,14 @@ type batch struct {
 	id    int
 	plans []*teardown.Plan
 	ch    chan tea.Msg
+	// hurry, closed, ends the grace wait of the batch's teardowns: SIGKILL
+	// now (teardown.WithHurry).
+	hurry     chan struct{}
+	hurryOnce sync.Once
 }
+
+// rush ends the batch's grace wait; it may be called any number of times.
+func (b *batch) rush() { b.hurryOnce.Do(func() { close(b.hurry) }) }
 
 // runBatchCmd runs the plans one after the other in its own goroutine, as
 // bubbletea's examples/realtime does, streaming every event into b.ch; the
@@ -161,8 +193,10 @@ func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
 			case <-r.gone:
 			}
 		}
+		ctx := teardown.WithHurry(r.ctx, b.hurry)
 		for _, p := range b.plans {
-			o := k.Run(r.ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
+			o := k.Run(ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
+			r.ended(p.Target, o.Totals)
 			send(teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: o.Totals, audit: o.Audit, auditErr: o.AuditErr})
 		}
 		return nil

@@ -63,6 +63,20 @@ type confirm struct {
 	// foreign counts the planned processes of other users when sandtop
 	// is not root: their signals will fail with EPERM.
 	foreign int
+	// withCgroup includes the plans' suspects (see teardown.Suspect).
+	withCgroup bool
+}
+
+// suspects reports whether a plan names a suspect the operator may include.
+func (c *confirm) suspects() bool {
+	for _, p := range c.plans {
+		for _, s := range p.Suspects {
+			if !s.Provable {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func newConfirm(s *Styles, msg plansMsg, grace time.Duration, euid int) *confirm {
@@ -99,6 +113,7 @@ func newConfirm(s *Styles, msg plansMsg, grace time.Duration, euid int) *confirm
 		c.input.Cursor.SetMode(cursor.CursorStatic)
 	}
 	c.keys = newConfirmKeys(c.typed)
+	c.keys.WithCgroup.SetEnabled(c.suspects())
 	c.apply()
 	return c
 }
@@ -141,6 +156,12 @@ func (c *confirm) update(msg tea.KeyMsg) (confirmResult, tea.Cmd) {
 	case key.Matches(msg, c.keys.Strategy):
 		c.immediate = !c.immediate
 		c.apply()
+		return confirmOpen, nil
+	case key.Matches(msg, c.keys.WithCgroup):
+		c.withCgroup = !c.withCgroup
+		for _, p := range c.plans {
+			p.SetWithCgroup(c.withCgroup)
+		}
 		return confirmOpen, nil
 	case key.Matches(msg, c.keys.Focus):
 		c.cycle(msg.String() == "shift+tab" || msg.String() == "left")
@@ -246,6 +267,14 @@ func (c *confirm) view(w, h int) string {
 		s.DetailKey.Render(fmt.Sprintf("  (%s: %s)", c.keys.Strategy.Help().Key, other)), inner)...)
 	if len(c.plans) == 1 {
 		tail = append(tail, wrapLines(s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "steps"))+first.StepsText(), inner)...)
+	}
+	if c.suspects() {
+		what, other := "not signalled", "include them"
+		if c.withCgroup {
+			what, other = "included, each pinned and verified", "leave them"
+		}
+		tail = append(tail, wrapLines(s.DetailKey.Render(fmt.Sprintf("%-*s", detailKeyW, "suspects"))+s.Danger.Render(what)+
+			s.DetailKey.Render(fmt.Sprintf("  (%s: %s)", c.keys.WithCgroup.Help().Key, other)), inner)...)
 	}
 	tail = append(tail, "")
 	if c.typed {
@@ -381,6 +410,9 @@ func (c *confirm) planLines(p *teardown.Plan, inner int) []string {
 	}
 	kv("supervisor", f.Supervisor)
 	kv("cleanup", f.Cleanup)
+	for _, sus := range f.Suspects {
+		kv("suspect", sus)
+	}
 	if len(c.plans) > 1 {
 		kv("steps", f.StepsText())
 	}

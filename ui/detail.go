@@ -278,6 +278,9 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 	} else {
 		add("cleanup", f.Cleanup)
 		add("teardown", f.Strategy+": "+f.StepsText())
+		for _, sus := range f.Suspects {
+			add("suspect", sus)
+		}
 	}
 	if len(sb.Vars) > 0 {
 		keys := make([]string, 0, len(sb.Vars))

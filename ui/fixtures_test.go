@@ -295,7 +295,7 @@ func newTestModel(t testing.TB, src Source, k Killer, mut ...func(*Options)) *Mo
 	m := New(o)
 	m.tick = noTick
 	m.clipboard = func(string) tea.Cmd { return nil } // no OSC 52 on the test's stdout
-	t.Cleanup(m.Shutdown)
+	t.Cleanup(func() { _ = m.Shutdown() })
 	return m
 }
 

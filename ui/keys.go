@@ -23,12 +23,14 @@ type KeyMap struct {
 	Search, Filter          key.Binding
 	Tree, Sort              key.Binding
 	// SortMenu is htop's F6: a menu of the orders; s steps through them.
-	SortMenu           key.Binding
-	Reverse            key.Binding
-	Host               key.Binding
-	Tag, Untag         key.Binding
-	Copy               key.Binding
-	Kill               key.Binding
+	SortMenu   key.Binding
+	Reverse    key.Binding
+	Host       key.Binding
+	Tag, Untag key.Binding
+	Copy       key.Binding
+	Kill       key.Binding
+	// Hurry ends a running teardown's grace: SIGKILL now.
+	Hurry              key.Binding
 	Refresh            key.Binding
 	Faster, Slower     key.Binding
 	SwitchFocus, Close key.Binding
@@ -66,6 +68,7 @@ func DefaultKeyMap() KeyMap {
 		Untag:       key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "clear tags")),
 		Copy:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Kill:        key.NewBinding(key.WithKeys("K", "f9"), key.WithHelp("K F9", "kill")),
+		Hurry:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "SIGKILL now (end the grace)")),
 		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Faster:      key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Slower:      key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "slower")),
@@ -95,7 +98,9 @@ func (k *KeyMap) readOnly() {
 
 // killKeys are the bindings that lead to a teardown: tags exist only to
 // pick kill targets.
-func (k *KeyMap) killKeys() []*key.Binding { return []*key.Binding{&k.Kill, &k.Tag, &k.Untag} }
+func (k *KeyMap) killKeys() []*key.Binding {
+	return []*key.Binding{&k.Kill, &k.Tag, &k.Untag, &k.Hurry}
+}
 
 // disabledKill reports whether msg is a kill key that read-only mode
 // turned off; the app answers it with a one-line explanation.
@@ -123,7 +128,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy, k.ScrollLeft, k.ScrollRight},
 		{k.Filter, k.Search, k.Sort, k.SortMenu, k.Reverse, k.Refresh, k.Faster, k.Slower},
-		{k.Tag, k.Untag, k.Kill, k.SwitchFocus, k.CloseHelp, k.Quit},
+		{k.Tag, k.Untag, k.Kill, k.Hurry, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}
 }
 
@@ -171,19 +176,23 @@ type confirmKeys struct {
 	Yes, No, Strategy, Focus, Press key.Binding
 	// Up, Down, PageUp and PageDown scroll the list of targets.
 	Up, Down, PageUp, PageDown key.Binding
+	// WithCgroup includes the suspects: processes outside the tree in
+	// its cgroups that may have started inside it.
+	WithCgroup key.Binding
 }
 
 func newConfirmKeys(typed bool) confirmKeys {
 	k := confirmKeys{
-		Yes:      key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "tear down")),
-		No:       key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "cancel")),
-		Strategy: key.NewBinding(key.WithKeys("t", "ctrl+t"), key.WithHelp("t", "graceful/immediate")),
-		Focus:    key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "focus")),
-		Press:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "press")),
-		Up:       key.NewBinding(key.WithKeys("up"), key.WithHelp("↑↓ pgup pgdn", "scroll")),
-		Down:     key.NewBinding(key.WithKeys("down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown")),
+		Yes:        key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "tear down")),
+		No:         key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "cancel")),
+		Strategy:   key.NewBinding(key.WithKeys("t", "ctrl+t"), key.WithHelp("t", "graceful/immediate")),
+		Focus:      key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "focus")),
+		Press:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "press")),
+		Up:         key.NewBinding(key.WithKeys("up"), key.WithHelp("↑↓ pgup pgdn", "scroll")),
+		Down:       key.NewBinding(key.WithKeys("down")),
+		PageUp:     key.NewBinding(key.WithKeys("pgup")),
+		PageDown:   key.NewBinding(key.WithKeys("pgdown")),
+		WithCgroup: key.NewBinding(key.WithKeys("w", "ctrl+w"), key.WithHelp("w", "include suspects")),
 	}
 	if typed {
 		// Letters go to the text field, so only control keys act.
@@ -193,12 +202,14 @@ func newConfirmKeys(typed bool) confirmKeys {
 		k.Strategy.SetKeys("ctrl+t")
 		k.Strategy.SetHelp("ctrl+t", "graceful/immediate")
 		k.Focus.SetKeys("tab", "shift+tab")
+		k.WithCgroup.SetKeys("ctrl+w")
+		k.WithCgroup.SetHelp("ctrl+w", "include suspects")
 	}
 	return k
 }
 
 func (k confirmKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Yes, k.No, k.Up, k.Strategy, k.Focus, k.Press}
+	return []key.Binding{k.Yes, k.No, k.Up, k.Strategy, k.WithCgroup, k.Focus, k.Press}
 }
 
 // scrollable enables the scroll keys (and their help) only when the list

@@ -51,7 +51,7 @@ func TestReadOnlyCannotKill(t *testing.T) {
 			o.Source, o.Interval, o.LookupUser = &fakeSource{views: fleetViews(2)}, time.Hour, testLookup
 			m := New(o)
 			m.tick = noTick
-			t.Cleanup(m.Shutdown)
+			t.Cleanup(func() { _ = m.Shutdown() })
 			if !m.ReadOnly() || m.killer != nil {
 				t.Fatalf("ReadOnly() = %v, killer = %v; want a nil killer", m.ReadOnly(), m.killer)
 			}

@@ -191,7 +191,7 @@ func (m *Model) jumpKey(msg tea.KeyMsg) tea.Cmd {
 	ik := newInputKeys(false)
 	switch {
 	case key.Matches(msg, m.keys.ForceQuit):
-		return m.quit()
+		return m.quit(msg)
 	case key.Matches(msg, ik.Accept):
 		m.mode = modeNormal
 		m.input.Blur()

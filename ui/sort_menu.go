@@ -39,7 +39,7 @@ func (m *Model) sortMenuKey(msg tea.KeyMsg) tea.Cmd {
 	k := newSortMenuKeys()
 	switch {
 	case key.Matches(msg, m.keys.ForceQuit):
-		return m.quit()
+		return m.quit(msg)
 	case key.Matches(msg, k.Up):
 		m.sortPick = (m.sortPick + numSortKeys - 1) % numSortKeys
 	case key.Matches(msg, k.Down):

@@ -37,6 +37,8 @@ type killOpts struct {
 	grace     time.Duration
 	deadline  time.Duration
 	audit     string
+	// withCgroup includes the suspects of an unprovable cgroup.
+	withCgroup bool
 }
 
 func newKillCmd(g *globals) *cobra.Command {
@@ -75,6 +77,7 @@ survived or a step failed, 2 for usage errors and IDs that do not resolve.`,
 	f.BoolVar(&o.json, "json", false, "print events as JSON lines (with --dry-run: one plan a line)")
 	durationFlag(f, &o.grace, "grace", teardown.DefaultGrace, graceRange, "how long to wait after SIGTERM before SIGKILL (0: SIGKILL at once)")
 	durationFlag(f, &o.deadline, "deadline", teardown.DefaultDeadline, deadlineRange, "how long to keep killing newcomers before reporting survivors")
+	f.BoolVar(&o.withCgroup, "with-cgroup", false, "also tear down the processes outside the tree that share its cgroups and may have started inside it (the plan's suspects, each pinned and verified)")
 	f.StringVar(&o.audit, "audit-log", "", "append a JSON line per teardown here (default "+teardown.DefaultAuditPath()+")")
 	_ = cmd.RegisterFlagCompletionFunc("pid", func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		return completePIDs(g, o.pids, prefix), cobra.ShellCompDirectiveNoFileComp
@@ -295,7 +298,7 @@ func (l *lossyWriter) failed() error {
 // makePlans resolves every argument before anything is signalled: one
 // unknown ID or ambiguous prefix fails the whole command.
 func makePlans(v *model.View, eng *teardown.Engine, o *killOpts, args []string) ([]*teardown.Plan, error) {
-	po := teardown.PlanOptions{Grace: o.grace, Deadline: o.deadline, Protected: eng.Protected()}
+	po := teardown.PlanOptions{Grace: o.grace, Deadline: o.deadline, Protected: eng.Protected(), WithCgroup: o.withCgroup}
 	po.ProcRoot = eng.ProcRoot()
 	var plans []*teardown.Plan
 	seen := map[string]bool{}

@@ -158,10 +158,13 @@ func runScreen(cmd *cobra.Command, in, out *os.File, opts ui.Options) error {
 	close(done)
 	// Wait until every teardown still running has thawed what it froze,
 	// verified and written its audit record.
-	m.Shutdown()
+	unfinished := m.Shutdown()
 	signal.Stop(hup)
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return fmt.Errorf("tui: %w", err)
+	}
+	if unfinished != nil {
+		return &exitError{code: exitFailure, err: unfinished}
 	}
 	return nil
 }

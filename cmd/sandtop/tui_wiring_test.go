@@ -67,7 +67,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := ui.New(opts)
-	t.Cleanup(m.Shutdown)
+	t.Cleanup(func() { _ = m.Shutdown() })
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 45))
 	t.Cleanup(func() { _ = tm.Quit() })
 	waitScreenFor(t, tm, "row 1 of") // the list is drawn

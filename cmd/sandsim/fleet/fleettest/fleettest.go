@@ -4,7 +4,10 @@ package fleettest
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,4 +53,46 @@ func View(t testing.TB, rules model.Rules) *model.View {
 		t.Fatal(err)
 	}
 	return model.Build(snap, rules, nil)
+}
+
+// SharedCgroup moves pids into a new v2 cgroup whose name says nothing of
+// any sandbox: the shared scope a sandbox's processes may end up in (an
+// operator's login scope, a runner's service). undo moves them back where
+// they were. When the test ends, whatever is still in it moves to the
+// root cgroup and the cgroup is removed. Skips without a v2 hierarchy.
+func SharedCgroup(t testing.TB, label string, pids []int) (dir string, undo func()) {
+	t.Helper()
+	snap := View(t, model.Rules{}).Snapshot
+	root := snap.Mounts.V2Dir("/")
+	if root == "" {
+		proctest.SkipMissing(t, "no cgroup v2 hierarchy")
+	}
+	dir = filepath.Join(root, fmt.Sprintf("sandtop-shared-%d-%s.scope", os.Getpid(), label))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("make shared cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		proctest.Eventually(5*time.Second, func() bool {
+			pids, _ := proc.ReadCgroupProcs(dir)
+			for _, pid := range pids {
+				_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+			}
+			err := os.Remove(dir)
+			return err == nil || os.IsNotExist(err)
+		})
+	})
+	back := map[int]string{}
+	for _, pid := range pids {
+		if p := snap.ByPID[pid]; p != nil {
+			back[pid] = snap.Mounts.V2Dir(p.Cgroup)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Logf("move %d into %s: %v", pid, dir, err)
+		}
+	}
+	return dir, func() {
+		for pid, d := range back {
+			_ = os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+		}
+	}
 }
