@@ -223,9 +223,9 @@ func (r *run) stopAndKill(ctx context.Context) {
 		for _, p := range slices.Backward(live) {
 			r.signal(StepStop, p, unix.SIGSTOP, true)
 		}
+		settle := time.Now().Add(stopSettle)
 		for _, p := range live {
-			_, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID)
-			if err == nil && st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+			if st := r.settledState(p, settle); st != 0 && !halted(st) {
 				running++
 			}
 			kids, err := proc.Children(r.e.procRoot, p.ID.PID)
@@ -252,24 +252,39 @@ func (r *run) stopAndKill(ctx context.Context) {
 		}
 	}
 	live = r.live()
-	stopped := 0
+	// Judged by the state each settles in, not the first read after
+	// SIGSTOP: delivery takes a moment, and a process read as S then is
+	// not "uninterruptible".
+	settle := time.Now().Add(stopSettle)
+	stopped, denied := 0, 0
+	var stuck, frozen, running []string
 	for _, p := range live {
-		if _, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID); err == nil && (st == 'T' || st == 't') {
+		st := r.settledState(p, settle)
+		switch {
+		case st == 'T' || st == 't':
 			stopped++
+		case r.denied[p.ID]:
+			denied++
+		case st == 'D':
+			stuck = append(stuck, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
+		case st != 0 && r.frozenNow(p.ID.PID):
+			frozen = append(frozen, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
+		case st != 0 && !halted(st):
+			running = append(running, fmt.Sprintf("%d %s (state %c)", p.ID.PID, p.Comm, st))
 		}
 	}
 	detail := fmt.Sprintf("%d of %s held by SIGSTOP after %s; %d born late and pinned", stopped, words.Count(len(live), "process", "processes"), words.Count(passes+1, "pass", "passes"), found)
-	denied := 0
-	for _, p := range live {
-		if r.denied[p.ID] {
-			denied++
-		}
-	}
 	if denied > 0 {
 		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", words.Count(denied, "process", "processes"))
 	}
-	if rest := len(live) - stopped - denied; rest > 0 {
-		detail += fmt.Sprintf("; %s in uninterruptible sleep or frozen", words.Count(rest, "process", "processes"))
+	if len(stuck) > 0 {
+		detail += "; in uninterruptible sleep (D), cannot stop until its I/O ends: " + strings.Join(stuck, ", ")
+	}
+	if len(frozen) > 0 {
+		detail += "; in a frozen cgroup, cannot act on SIGSTOP: " + strings.Join(frozen, ", ")
+	}
+	if len(running) > 0 {
+		detail += "; not stopped within " + stopSettle.String() + ": " + strings.Join(running, ", ")
 	}
 	r.event(Event{Step: StepStop, Status: OK, Signal: "SIGSTOP", Detail: detail})
 	for _, p := range r.live() {
@@ -278,6 +293,57 @@ func (r *run) stopAndKill(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, killWait)
 	defer cancel()
 	r.waitDead(wctx)
+}
+
+// stopSettle bounds how long the stop pass waits for SIGSTOP to take
+// effect before it judges a process's state.
+const stopSettle = 100 * time.Millisecond
+
+// halted reports whether a state is one a stopped or dead process shows.
+func halted(st byte) bool { return st == 'T' || st == 't' || st == 'Z' || st == 'X' }
+
+// settledState reads a pinned process's state until it shows stopped or
+// dead, or until deadline; 0 when it can no longer be read (gone).
+func (r *run) settledState(p *Pinned, deadline time.Time) byte {
+	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 10*time.Millisecond) {
+		id, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID)
+		if err != nil || id != p.ID {
+			return 0
+		}
+		if halted(st) || !time.Now().Before(deadline) {
+			return st
+		}
+		time.Sleep(pause)
+	}
+}
+
+// frozenNow reports whether a process sits in a frozen cgroup (v2 or the
+// v1 freezer), read now.
+func (r *run) frozenNow(pid int) bool {
+	if r.lastSnap == nil && (r.p.View == nil || r.p.View.Snapshot == nil) {
+		return false
+	}
+	snap := r.lastSnap
+	if snap == nil {
+		snap = r.p.View.Snapshot
+	}
+	p := snap.ByPID[pid]
+	if p == nil {
+		return false
+	}
+	if p.Cgroup != "" {
+		if ev, err := readCgroupFile(snap.Mounts.V2Dir(p.Cgroup), "cgroup.events", fsV2, ErrNotCgroup); err == nil {
+			if v, ok := eventValue(ev, "frozen"); ok && v == "1" {
+				return true
+			}
+		}
+	}
+	if p.Freezer != "" {
+		if thawed, err := ThawedV1(snap.Mounts.FreezerDir(p.Freezer)); err == nil && !thawed {
+			return true
+		}
+	}
+	return false
 }
 
 // pinPIDs pins processes found late (in a cgroup or a children list). With

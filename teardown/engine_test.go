@@ -481,7 +481,7 @@ func TestTeardownCancelled(t *testing.T) {
 			t.Errorf("a cancelled teardown signalled: %s", ev.Text())
 		}
 	})
-	if tot.OK() || last.Step != StepDone || !strings.Contains(last.Detail, "cancelled") {
+	if tot.OK() || last.Step != StepDone || !strings.Contains(last.Detail, "stopped by the operator before any signal") {
 		t.Errorf("totals %+v, last event %s: want a failed, cancelled done", tot, last.Text())
 	}
 	for _, p := range f.Manifest().Sandbox("vm").Processes {

@@ -15,4 +15,5 @@ const (
 	defaultWatch         = 10 * time.Minute
 	defaultEngineRepeats = 100
 	defaultTruthTrials   = 120
+	defaultStopRounds    = 100
 )

@@ -14,4 +14,5 @@ const (
 	defaultWatch         = 20 * time.Second
 	defaultEngineRepeats = 10
 	defaultTruthTrials   = 6
+	defaultStopRounds    = 8
 )

@@ -177,7 +177,10 @@ type batch struct {
 // rush ends the batch's grace wait; it may be called any number of times.
 func (b *batch) rush() { b.hurryOnce.Do(func() { close(b.hurry) }) }
 
-// runBatchCmd runs the plans one after the other in its own goroutine, as
+// maxParallelTeardowns bounds how many plans of a batch run at once.
+const maxParallelTeardowns = 16
+
+// runBatchCmd runs the plans together in its own goroutine, as
 // bubbletea's examples/realtime does, streaming every event into b.ch; the
 // Killer appends each plan's audit record before its Run returns.
 func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
@@ -193,12 +196,22 @@ func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
 			case <-r.gone:
 			}
 		}
+		// The plans run together, so a batch takes about one grace, not
+		// one per target; each event line names its target.
 		ctx := teardown.WithHurry(r.ctx, b.hurry)
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, maxParallelTeardowns)
 		for _, p := range b.plans {
-			o := k.Run(ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
-			r.ended(p.Target, o.Totals)
-			send(teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: o.Totals, audit: o.Audit, auditErr: o.AuditErr})
+			wg.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				o := k.Run(ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
+				r.ended(p.Target, o.Totals)
+				send(teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: o.Totals, audit: o.Audit, auditErr: o.AuditErr})
+			}()
 		}
+		wg.Wait()
 		return nil
 	}
 }

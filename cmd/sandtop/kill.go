@@ -190,28 +190,43 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
 	}
 	runCtx := teardown.WithHurry(ctx, hurry)
-	failed := false
+	var failed atomic.Bool
 	runner := &teardown.Runner{Engine: eng, Via: "kill", Audit: auditPath, Reconcile: reconcile}
-	var keptAll []string
-	for _, p := range plans {
-		res := runner.Run(runCtx, p, emit, "")
-		failed = failed || !res.OK()
-		if res.AuditErr != nil {
-			fmt.Fprintln(lerr, "sandtop: warning:", res.AuditErr)
-		}
-		if why := keptEverything(p, res.Totals); why != "" {
-			keptAll = append(keptAll, why)
-		}
+	// kept holds, per plan, why a dead sandbox's leftovers were all kept.
+	kept := make([]string, len(plans))
+	// The targets are torn down together, so a batch takes about one
+	// grace, not one per target; each target's events are printed
+	// together, in the order the targets were named.
+	order := newOrderedEmit(len(plans), emit)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallelTeardowns)
+	for i, p := range plans {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			defer order.done(i)
+			res := runner.Run(runCtx, p, order.emitter(i), "")
+			if !res.OK() {
+				failed.Store(true)
+			}
+			if res.AuditErr != nil {
+				fmt.Fprintln(lerr, "sandtop: warning:", res.AuditErr)
+			}
+			kept[i] = keptEverything(p, res.Totals)
+		}()
 	}
+	wg.Wait()
 	if lout.failed() != nil {
 		fmt.Fprintf(lerr, "sandtop: output lost (%v); the teardown went on to the end: see %s\n", lout.failed(), auditPath)
 	}
-	if len(keptAll) > 0 && !failed {
+	keptAll := slices.DeleteFunc(kept, func(s string) bool { return s == "" })
+	if len(keptAll) > 0 && !failed.Load() {
 		// Asked to remove what a dead sandbox left and removed none of it:
 		// an exit of 0 would read as done.
 		return &exitError{code: exitFailure, err: errors.New(strings.Join(keptAll, "\n"))}
 	}
-	if failed {
+	if failed.Load() {
 		msg := "teardown incomplete: see the FAIL lines above"
 		if interrupted.Load() {
 			msg += " (interrupted)"
