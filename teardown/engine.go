@@ -113,6 +113,9 @@ type run struct {
 	cgroupKilled bool
 	// termed marks processes SIGTERM was delivered to.
 	termed map[proc.Identity]bool
+	// relays are the target's ancestors outside it that were running
+	// when the teardown began (see noteRelays).
+	relays []relay
 	// stopped says when the operator stopped the teardown ("" when
 	// nobody did): the record must not claim what never happened.
 	stopped string
@@ -150,6 +153,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	r.event(Event{Step: StepPlan, Status: OK, PID: p.RootPID, Detail: detail})
 
 	r.pinMembers()
+	r.noteRelays()
 	if p.Grace > 0 && ctx.Err() == nil {
 		r.graceful(ctx)
 	}
@@ -163,6 +167,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	}
 	r.thawFreezer()
 	survivors := r.verify(ctx)
+	r.resumeRelays()
 	r.cleanup(ctx, len(survivors) == 0)
 	t := Totals{
 		Killed:      len(r.dead),

@@ -25,8 +25,11 @@ const (
 	StepKill       Step = "kill"
 	StepCgroupKill Step = "cgroup-kill"
 	StepVerify     Step = "verify"
-	StepCleanup    Step = "cleanup"
-	StepDone       Step = "done"
+	// StepResume continues a process outside the target that stopped
+	// itself when its child was stopped (a job-control relay).
+	StepResume  Step = "resume"
+	StepCleanup Step = "cleanup"
+	StepDone    Step = "done"
 	// StepReconcile runs the runtime's own command after a teardown
 	// (kill --reconcile), outside Run.
 	StepReconcile Step = "reconcile"

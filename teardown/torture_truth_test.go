@@ -29,7 +29,7 @@ import (
 
 // truthSum adds up the truth trials.
 type truthSum struct {
-	trials, named, silent, harmed, stopped, suspects, late int
+	trials, named, silent, harmed, stopped, suspects, late, relays int
 }
 
 // truthCase is how one sandbox of a truth fleet is torn down.
@@ -82,6 +82,7 @@ func TestTortureTruth(t *testing.T) {
 			cases[i] = c
 		}
 		order := rng.Perm(k)
+		withRelay := rng.IntN(2) == 0
 		ok := t.Run(fmt.Sprintf("fleet%d", fleetNo), func(t *testing.T) {
 			f := fleettest.Start(t, spec)
 			t.Cleanup(func() {
@@ -94,13 +95,16 @@ func TestTortureTruth(t *testing.T) {
 				truthTrial(t, f, spec.Sandboxes[i].Name, cases[i], &sum)
 				sum.trials++
 			}
+			if withRelay {
+				relayTrial(t, &sum)
+			}
 		})
 		if !ok {
 			break
 		}
 	}
 	figures(t, "truth", "trials", sum.trials, "seed", seed, "suspects", sum.suspects, "late_bystanders", sum.late,
-		"survivors_named", sum.named, "survivors_silent", sum.silent, "bystanders_harmed", sum.harmed, "left_stopped", sum.stopped)
+		"relays", sum.relays, "survivors_named", sum.named, "survivors_silent", sum.silent, "bystanders_harmed", sum.harmed, "left_stopped", sum.stopped)
 	if sum.silent != 0 || sum.harmed != 0 || sum.stopped != 0 {
 		t.Errorf("%d silent survivors, %d bystanders harmed, %d left stopped: all must be 0", sum.silent, sum.harmed, sum.stopped)
 	}
@@ -216,6 +220,36 @@ func truthTrial(t *testing.T, f *fleet.Fleet, name string, c truthCase, sum *tru
 		for _, ev := range events {
 			t.Logf("[%s] %s", ev.Status, ev.Text())
 		}
+	}
+}
+
+// relayTrial tears down a tree whose parent outside it relays job control
+// (a real nsenter --fork): nothing of the tree may survive, and the relay
+// must not be left stopped.
+func relayTrial(t *testing.T, sum *truthSum) {
+	t.Helper()
+	relay, child := relayTree(t)
+	v := fleettest.View(t, model.Effective(nil, true))
+	eng, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanSubtree(v, child, PlanOptions{Protected: eng.Protected()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := eng.Run(context.Background(), plan, func(Event) {})
+	sum.relays++
+	for _, m := range plan.Members {
+		if alive(m.Identity) {
+			sum.silent++
+			t.Errorf("relay trial: %v %s survived (%+v)", m.Identity, m.Comm, tot)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, st, err := proc.ReadIdentity("/proc", relay.Process.Pid); err == nil && st == 'T' {
+		sum.stopped++
+		t.Errorf("relay trial: the relaying parent %d (nsenter) was left stopped", relay.Process.Pid)
 	}
 }
 
