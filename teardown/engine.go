@@ -113,6 +113,9 @@ type run struct {
 	cgroupKilled bool
 	// termed marks processes SIGTERM was delivered to.
 	termed map[proc.Identity]bool
+	// unreaped are the target's zombies a parent outside it has yet to
+	// reap, as the last verify found them.
+	unreaped []Survivor
 	// relays are the target's ancestors outside it that were running
 	// when the teardown began (see noteRelays).
 	relays []relay
@@ -173,6 +176,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		Killed:      len(r.dead),
 		AlreadyGone: len(r.gone),
 		Survivors:   survivors,
+		Unreaped:    r.unreaped,
 		Failed:      r.failed,
 		Elapsed:     e.now().Sub(r.start),
 		Stopped:     r.stopped,

@@ -266,7 +266,11 @@ func (r *run) stopAndKill(ctx context.Context) {
 		case r.denied[p.ID]:
 			denied++
 		case st == 'D':
-			stuck = append(stuck, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
+			what := fmt.Sprintf("%d %s", p.ID.PID, p.Comm)
+			if w := r.wchan(p.ID.PID); w != "" {
+				what += " (in " + w + ")"
+			}
+			stuck = append(stuck, what)
 		case st != 0 && r.frozenNow(p.ID.PID):
 			frozen = append(frozen, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
 		case st != 0 && !halted(st):
@@ -278,7 +282,7 @@ func (r *run) stopAndKill(ctx context.Context) {
 		detail += fmt.Sprintf("; %s refused with EPERM (not ours to signal)", words.Count(denied, "process", "processes"))
 	}
 	if len(stuck) > 0 {
-		detail += "; in uninterruptible sleep (D), cannot stop until its I/O ends: " + strings.Join(stuck, ", ")
+		detail += "; in uninterruptible sleep (D), cannot stop until its wait in the kernel ends: " + strings.Join(stuck, ", ")
 	}
 	if len(frozen) > 0 {
 		detail += "; in a frozen cgroup, cannot act on SIGSTOP: " + strings.Join(frozen, ", ")

@@ -78,7 +78,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 				}
 				continue
 			}
-			named = append(named, Survivor{PID: s.PID, Comm: s.Comm, Reason: "suspected escape (" + s.Why() + "): " + includeHint})
+			named = append(named, Survivor{PID: s.PID, Comm: s.Comm, Cause: "suspect", Reason: "suspected escape (" + s.Why() + "): " + includeHint})
 		}
 		if len(left) == 0 && len(named) > 0 {
 			r.event(Event{Step: StepVerify, Status: Fail, Detail: fmt.Sprintf("fresh scan: nothing of the tree of %s remains, but %s may have started inside it: %s", r.p.Target, words.Count(len(named), "process", "processes"), describeSurvivors(named))})
@@ -93,9 +93,10 @@ func (r *run) verify(ctx context.Context) []Survivor {
 					detail += "; " + r.p.Cgroup + " is empty"
 				}
 			}
-			if len(zombies) > 0 {
-				detail += "; " + strings.Join(zombies, "; ")
+			for _, z := range zombies {
+				detail += "; " + z.Reason
 			}
+			r.unreaped = zombies
 			r.event(Event{Step: StepVerify, Status: OK, Detail: detail})
 			return nil
 		}
@@ -146,7 +147,7 @@ func (r *run) held(id proc.Identity) bool { return r.pins[id] != nil && !r.dead[
 // remaining lists the live processes of the target in snap, and notes on
 // zombies whose reaper is outside the target; fresh is the view of snap
 // that judged a sandbox's members (nil for a subtree).
-func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []string, fresh *model.View) {
+func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []Survivor, fresh *model.View) {
 	in := map[int]*proc.Process{}
 	alive := func(id proc.Identity) *proc.Process {
 		if p := snap.ByPID[id.PID]; p != nil && p.Start == id.Start {
@@ -207,7 +208,8 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []st
 			continue
 		}
 		if parent := snap.ByPID[q.PPID]; parent != nil && in[parent.PID] == nil {
-			zombies = append(zombies, fmt.Sprintf("zombie %d (%s) must be reaped by its parent %d (%s)", q.PID, q.Comm, parent.PID, parent.Comm))
+			zombies = append(zombies, Survivor{PID: q.PID, Comm: q.Comm, Cause: "unreaped", State: "Z",
+				Reason: fmt.Sprintf("zombie %d (%s) must be reaped by its parent %d (%s)", q.PID, q.Comm, parent.PID, parent.Comm)})
 		}
 	}
 	return left, zombies, fresh
@@ -220,43 +222,75 @@ func (r *run) survivors(snap *proc.Snapshot, pins []*Pinned) []Survivor {
 	if snap != nil {
 		left, _, _ := r.remaining(snap)
 		for _, p := range left {
-			out = append(out, Survivor{PID: p.PID, Comm: p.Comm, Reason: r.reason(p)})
+			out = append(out, r.survivor(p))
 		}
 		return out
 	}
 	for _, p := range pins {
-		out = append(out, Survivor{PID: p.ID.PID, Comm: p.Comm, Reason: "not verified: " + r.reasons[p.ID]})
+		out = append(out, Survivor{PID: p.ID.PID, Comm: p.Comm, Cause: "not-verified", Reason: "not verified: " + r.reasons[p.ID]})
 	}
 	return out
 }
 
-func (r *run) reason(p *proc.Process) string {
+// survivor explains why a process of the target is alive, in words and
+// as a cause a program can test.
+func (r *run) survivor(p *proc.Process) Survivor {
+	s := Survivor{PID: p.PID, Comm: p.Comm}
+	if p.State != 0 {
+		s.State = string(p.State)
+	}
+	s.Cause, s.Reason = r.reason(p)
+	if p.State == 'D' {
+		if s.Wchan = r.wchan(p.PID); s.Wchan != "" {
+			s.Reason = "in uninterruptible sleep (D) in the kernel's " + s.Wchan + ": SIGKILL is pending and takes effect only when that wait ends (a FUSE server or NFS mount that never answers, a vfork parent whose child never execs or exits)"
+		}
+	}
+	return s
+}
+
+// wchan is the kernel function a process sleeps in (/proc/PID/wchan),
+// "" when unknown.
+func (r *run) wchan(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("%s/%d/wchan", r.e.procRoot, pid))
+	if err != nil || len(b) == 0 || string(b) == "0" {
+		return ""
+	}
+	return string(b)
+}
+
+func (r *run) reason(p *proc.Process) (cause, why string) {
 	if why, ok := r.reasons[p.ID()]; ok {
-		return why
+		if strings.HasPrefix(why, "could not be pinned") {
+			return "not-pinned", why
+		}
+		return "signal-failed", why
 	}
 	if r.stopped != "" && !r.killed[p.ID()] && !(r.cgroupKilled && r.p.inCgroup(Member{Cgroup: p.Cgroup})) {
 		if r.termed[p.ID()] {
-			return "the operator stopped the teardown " + r.stopped + ": SIGTERM was sent, SIGKILL never"
+			return "stopped-by-operator", "the operator stopped the teardown " + r.stopped + ": SIGTERM was sent, SIGKILL never"
 		}
-		return "the operator stopped the teardown " + r.stopped + ": SIGKILL never sent"
+		return "stopped-by-operator", "the operator stopped the teardown " + r.stopped + ": SIGKILL never sent"
 	}
 	if err := r.refused(p); err != nil {
 		_, human := Describe(err)
-		return human
+		return "refused", human
 	}
 	if !r.known(p.PID) {
-		return "could not be pinned (exited or changed while we looked)"
+		return "not-pinned", "could not be pinned (exited or changed while we looked): no pidfd, so never signalled"
 	}
 	if p.Freezer != "" && r.lastSnap != nil && r.lastSnap.Freezers[p.Freezer].Frozen {
-		return "frozen by the v1 freezer " + p.Freezer + ": it dies from SIGKILL only once thawed"
+		return "frozen", "frozen by the v1 freezer " + p.Freezer + ", which could not be thawed: it dies from SIGKILL only once thawed"
+	}
+	if p.State != 'D' && r.frozenNow(p.PID) {
+		return "frozen", "in frozen cgroup " + p.Cgroup + ", which could not be thawed: SIGKILL stays pending until it is"
 	}
 	switch p.State {
 	case 'D':
-		return "in uninterruptible sleep (D): dies when its I/O completes"
+		return "uninterruptible", "in uninterruptible sleep (D): SIGKILL takes effect only when its wait in the kernel ends"
 	case 'T', 't':
-		return "stopped and still alive after SIGKILL"
+		return "alive", "stopped and still alive after SIGKILL"
 	}
-	return "still alive after SIGKILL"
+	return "alive", "still alive after SIGKILL"
 }
 
 func describeSurvivors(sv []Survivor) string {

@@ -72,6 +72,9 @@ type Totals struct {
 	// before they could be signalled.
 	AlreadyGone int        `json:"already_gone"`
 	Survivors   []Survivor `json:"survivors"`
+	// Unreaped are the target's zombies whose parent, outside the target,
+	// has not reaped them: dead, but listed until that parent waits.
+	Unreaped []Survivor `json:"unreaped,omitempty"`
 	// Failed counts steps that failed.
 	Failed int `json:"failed_steps"`
 	// Leftovers says, for a sandbox with no process left, what became of
@@ -111,6 +114,14 @@ type Survivor struct {
 	PID    int    `json:"pid"`
 	Comm   string `json:"comm"`
 	Reason string `json:"reason"`
+	// Cause names the reason for programs: "uninterruptible" (state D),
+	// "frozen", "not-pinned", "signal-failed", "stopped-by-operator",
+	// "suspect", "unreaped" (a zombie), or "alive".
+	Cause string `json:"cause,omitempty"`
+	// State is the one-letter state the last scan read; Wchan, for a
+	// process in D, the kernel function it waits in.
+	State string `json:"state,omitempty"`
+	Wchan string `json:"wchan,omitempty"`
 }
 
 // OK reports whether nothing of the target survived and no step failed.
