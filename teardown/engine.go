@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -382,7 +383,7 @@ func (r *run) graceful(ctx context.Context) {
 	// grace.
 	all := r.live()
 	live := slices.DeleteFunc(slices.Clone(all), func(p *Pinned) bool { return r.denied[p.ID] })
-	exited, _ := WaitExit(wctx, live)
+	exited := r.graceWait(wctx, live, waitStart)
 	for _, p := range exited {
 		r.dead[p.ID] = true
 	}
@@ -400,6 +401,51 @@ func (r *run) graceful(ctx context.Context) {
 	default:
 		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("%s%d of %d still running after %s: escalating to SIGKILL", refused, left, len(termed), took)})
 	}
+}
+
+// graceTick is how often the grace wait says how long is left and who
+// holds out.
+const graceTick = time.Second
+
+// graceWait waits for live to exit until wctx ends, and every graceTick
+// says how much of the grace is left and which processes hold out (those
+// the plan knew ignore or block SIGTERM marked so).
+func (r *run) graceWait(wctx context.Context, live []*Pinned, start time.Time) []*Pinned {
+	resists := map[proc.Identity]string{}
+	for _, m := range r.p.Members {
+		if m.Resists != "" {
+			resists[m.Identity] = m.Resists
+		}
+	}
+	var exited []*Pinned
+	pending := live
+	for len(pending) > 0 {
+		tctx, cancel := context.WithTimeout(wctx, graceTick)
+		ex, _ := WaitExit(tctx, pending)
+		cancel()
+		exited = append(exited, ex...)
+		pending = slices.DeleteFunc(pending, func(p *Pinned) bool { return slices.Contains(ex, p) })
+		if wctx.Err() != nil || len(pending) == 0 {
+			break
+		}
+		left := r.p.Grace - r.e.now().Sub(start)
+		if left < graceTick/2 {
+			continue
+		}
+		names := make([]string, 0, len(pending))
+		for _, p := range pending {
+			n := fmt.Sprintf("%d %s", p.ID.PID, p.Comm)
+			if why := resists[p.ID]; why != "" {
+				n += " (" + why + ")"
+			}
+			names = append(names, n)
+		}
+		if len(names) > 8 {
+			names = append(names[:8], fmt.Sprintf("and %d more", len(names)-8))
+		}
+		r.event(Event{Step: StepWait, Status: Skip, Detail: fmt.Sprintf("%s of the grace left; holding out: %s", left.Round(time.Second), strings.Join(names, ", "))})
+	}
+	return exited
 }
 
 // stoppedWhen says at which point a cancelled teardown stopped.

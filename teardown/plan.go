@@ -92,6 +92,10 @@ type Member struct {
 	// Suspect is the evidence that put a process outside the tree among
 	// the members (see Suspect); "" for the tree's own.
 	Suspect string
+	// Resists says that the process ignores or blocks SIGTERM, as the
+	// kernel reported it when planned ("" when it does neither, or when
+	// the plan read no status).
+	Resists string
 }
 
 func member(m *model.Member) Member {
@@ -166,6 +170,9 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	p.Suspects = p.scope.find(v.Snapshot, v, func(proc.Identity) bool { return false }, o.Protected)
 	p.WithCgroup = o.WithCgroup
 	p.takeSuspects()
+	if o.ProcRoot != "" {
+		p.noteResisters(o.ProcRoot)
+	}
 	return p, nil
 }
 
@@ -220,6 +227,9 @@ func PlanSubtree(v *model.View, pid int, o PlanOptions) (*Plan, error) {
 	p.setOptions(o)
 	for i := len(pre) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(pre[i]))
+	}
+	if o.ProcRoot != "" {
+		p.noteResisters(o.ProcRoot)
 	}
 	return p, nil
 }

@@ -42,6 +42,10 @@ type Facts struct {
 	// Suspects name each process outside the tree that may have started
 	// inside it, why, and whether it is signalled (see Suspect).
 	Suspects []string
+	// Resisters name each process that ignores or blocks SIGTERM and what
+	// becomes of it ("ignores SIGTERM: pid 123 worker: will be SIGKILLed
+	// after the 5s grace").
+	Resisters []string
 	// Strategy is how the processes are stopped.
 	Strategy string
 	// Steps are the steps that will run, in order.
@@ -115,6 +119,11 @@ func (p *Plan) Facts() Facts {
 	}
 	if len(p.Reconcile) > 0 {
 		f.Reconcile = ShellQuote(p.Reconcile) + " (" + p.Runtime + " does not notice by itself; printed after the kill, run by kill --reconcile)"
+	}
+	for _, m := range p.Members {
+		if m.Resists != "" {
+			f.Resisters = append(f.Resisters, fmt.Sprintf("%s: pid %d %s: %s", m.Resists, m.PID, m.Comm, p.resisterFate()))
+		}
 	}
 	for _, s := range p.Suspects {
 		f.Suspects = append(f.Suspects, fmt.Sprintf("pid %d %s: %s: %s", s.PID, s.Comm, s.Why(), p.suspectFate(s)))
@@ -220,10 +229,13 @@ func (p *Plan) Write(w io.Writer) {
 	}
 	line("strategy", f.Strategy)
 	line("steps", f.StepsText())
+	for _, r := range f.Resisters {
+		line("resists", r)
+	}
 	if len(f.Suspects) > 0 {
 		fmt.Fprintf(w, "suspects (outside the tree, in its cgroups):\n")
 		for _, s := range f.Suspects {
-			fmt.Fprintf(w, "  %s\n", s)
+			fmt.Fprintf(w, "  %s\n", model.Printable(s))
 		}
 	}
 	fmt.Fprintf(w, "processes (leaf first):\n")

@@ -410,6 +410,9 @@ func (c *confirm) planLines(p *teardown.Plan, inner int) []string {
 	}
 	kv("supervisor", f.Supervisor)
 	kv("cleanup", f.Cleanup)
+	for _, r := range f.Resisters {
+		kv("resists", r)
+	}
 	for _, sus := range f.Suspects {
 		kv("suspect", sus)
 	}

@@ -1,0 +1,52 @@
+package teardown
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
+)
+
+// TestPlanNamesSIGTERMIgnorers: the plan reads SigIgn and names each
+// process that ignores SIGTERM with what becomes of it, and the grace log
+// counts down naming the holdouts.
+func TestPlanNamesSIGTERMIgnorers(t *testing.T) {
+	proctest.RequireRoot(t)
+	cmd := startTree(t, "trap '' TERM; sleep 100 & sleep 100 & wait", 2)
+	v := fleettest.View(t, model.Effective(nil, true))
+	eng, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanSubtree(v, cmd.Process.Pid, PlanOptions{Grace: 3 * time.Second, ProcRoot: "/proc", Protected: eng.Protected()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := plan.Facts()
+	want := fmt.Sprintf("ignores SIGTERM: pid %d sh: will be SIGKILLed after the 3s grace", cmd.Process.Pid)
+	if len(f.Resisters) != 3 || !strings.Contains(strings.Join(f.Resisters, "\n"), want) {
+		t.Errorf("resisters %q, want all 3 (sh and two sleeps) with %q", f.Resisters, want)
+	}
+	var b strings.Builder
+	plan.Write(&b)
+	if !strings.Contains(b.String(), "resists:    "+want) {
+		t.Errorf("the plan does not name the ignorer:\n%s", b.String())
+	}
+	var countdown []string
+	tot := eng.Run(context.Background(), plan, func(ev Event) {
+		if ev.Step == StepWait && strings.Contains(ev.Detail, "holding out") {
+			countdown = append(countdown, ev.Detail)
+		}
+	})
+	if !tot.OK() {
+		t.Errorf("teardown not OK: %+v", tot)
+	}
+	if len(countdown) < 2 || !strings.Contains(countdown[0], fmt.Sprintf("%d sh (ignores SIGTERM)", cmd.Process.Pid)) || !strings.Contains(countdown[0], "of the grace left") {
+		t.Errorf("the grace log does not count down naming the holdouts: %q", countdown)
+	}
+}
