@@ -265,14 +265,16 @@ func (r *run) stopAndKill(ctx context.Context) {
 			stopped++
 		case r.denied[p.ID]:
 			denied++
+		// A task frozen by a cgroup (the v1 freezer) shows D too: frozen,
+		// not waiting on I/O.
+		case st != 0 && r.frozenNow(p.ID.PID):
+			frozen = append(frozen, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
 		case st == 'D':
 			what := fmt.Sprintf("%d %s", p.ID.PID, p.Comm)
 			if w := r.wchan(p.ID.PID); w != "" {
 				what += " (in " + w + ")"
 			}
 			stuck = append(stuck, what)
-		case st != 0 && r.frozenNow(p.ID.PID):
-			frozen = append(frozen, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
 		case st != 0 && !halted(st):
 			running = append(running, fmt.Sprintf("%d %s (state %c)", p.ID.PID, p.Comm, st))
 		}

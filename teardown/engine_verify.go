@@ -240,7 +240,7 @@ func (r *run) survivor(p *proc.Process) Survivor {
 		s.State = string(p.State)
 	}
 	s.Cause, s.Reason = r.reason(p)
-	if p.State == 'D' {
+	if s.Cause == "uninterruptible" {
 		if s.Wchan = r.wchan(p.PID); s.Wchan != "" {
 			s.Reason = "in uninterruptible sleep (D) in the kernel's " + s.Wchan + ": SIGKILL is pending and takes effect only when that wait ends (a FUSE server or NFS mount that never answers, a vfork parent whose child never execs or exits)"
 		}
