@@ -85,7 +85,6 @@ type Reaper struct {
 	quar    *Quarantine
 	log     *Logger
 	metrics *Metrics
-	prev    *model.View
 	pass    int
 	failed  int
 	now     func() time.Time
