@@ -181,7 +181,12 @@ type ProcessJSON struct {
 	// Escaped is set for a process that left its sandbox's tree (see
 	// model.Member.Escaped).
 	Escaped bool `json:"escaped"`
-	Zombie  bool `json:"zombie"`
+	// Orphan is Escaped under the name earlier versions wrote it by: the
+	// document's fields are added, never renamed, so readers of those
+	// still find it. It says nothing of the supervisor (that is the
+	// sandbox's orphan badge).
+	Orphan bool `json:"orphan"`
+	Zombie bool `json:"zombie"`
 	// PartlyUnreadable is set when some field could not be read.
 	PartlyUnreadable bool `json:"partly_unreadable"`
 }
@@ -382,7 +387,7 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 	}
 	for _, m := range sb.Members {
 		pj := v.processJSON(m.Process)
-		pj.Escaped = m.Escaped
+		pj.Escaped, pj.Orphan = m.Escaped, m.Escaped
 		s.Processes = append(s.Processes, pj)
 	}
 	if r := v.Resources(sb); r != nil {
