@@ -106,16 +106,6 @@ func fitColumns(cols []column, w, want int) ([]column, int) {
 	return cols, rest()
 }
 
-// shows reports whether the column is on screen.
-func (t *table) shows(id colID) bool {
-	for _, c := range t.cols {
-		if c.id == id {
-			return true
-		}
-	}
-	return false
-}
-
 // fixedWidth is the width of every column before the last, separators and
 // the gutter included.
 func (t *table) fixedWidth() int {
