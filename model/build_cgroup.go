@@ -191,7 +191,7 @@ func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
 // steady Build), except by a one-off Build, which has no next one (and
 // asks each question about once: see dedicated).
 func (w *build) claims(sb *Sandbox, dir string) bool {
-	if w.alike != nil {
+	if w.matchInputs != nil {
 		return w.claimsUncached(sb, dir)
 	}
 	key := claimKey{id: sb.Key(), dir: dir}

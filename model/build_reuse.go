@@ -56,7 +56,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	if l == nil || !l.reusable || prev == nil || prev != l.view || snap.Self != l.snap.Self {
 		return nil
 	}
-	r := reuser{l: l, rules: b.rules, snap: snap, prev: prev}
+	r := incremental{l: l, rules: b.rules, snap: snap, prev: prev}
 	// Walk both snapshots in pid order at once.
 	olds, news := l.snap.Procs, snap.Procs
 	var unattributed []*proc.Process
@@ -140,8 +140,9 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	return v
 }
 
-// reuser is the working state of one reuse.
-type reuser struct {
+// incremental is the working state of one incremental Build (a reuse of
+// the last view).
+type incremental struct {
 	l     *lastBuild
 	rules Rules
 	// at holds the last Member of each process, by new position, once a
@@ -185,7 +186,7 @@ type join struct {
 	match Match
 }
 
-func (r *reuser) mark(sb int32) {
+func (r *incremental) mark(sb int32) {
 	if r.dirty == nil {
 		r.dirty = make([]bool, len(r.prev.Sandboxes))
 	}
@@ -195,7 +196,7 @@ func (r *reuser) mark(sb int32) {
 // touchesConflict reports whether a member born, gone or changed is in a
 // sandbox with a conflict: whether a claim is contradicted (rule 1c)
 // depends on every other claimant of it, which only a full Build weighs.
-func (r *reuser) touchesConflict() bool {
+func (r *incremental) touchesConflict() bool {
 	for i, d := range r.dirty {
 		if d && len(r.prev.Sandboxes[i].Conflicts) > 0 {
 			return true
@@ -204,7 +205,7 @@ func (r *reuser) touchesConflict() bool {
 	return false
 }
 
-func (r *reuser) change(m *Member, p *proc.Process) {
+func (r *incremental) change(m *Member, p *proc.Process) {
 	if r.changed == nil {
 		r.changed = map[*Member]*proc.Process{}
 	}
@@ -213,7 +214,7 @@ func (r *reuser) change(m *Member, p *proc.Process) {
 }
 
 // now returns m's process in the new snapshot (m must not be gone).
-func (r *reuser) now(m *Member) *proc.Process {
+func (r *incremental) now(m *Member) *proc.Process {
 	if p := r.changed[m]; p != nil {
 		return p
 	}
@@ -230,7 +231,7 @@ func (r *reuser) now(m *Member) *proc.Process {
 // update in place that a failed reuse leaves behind is still true: a
 // memo says what it holds for by its p. same says that n and o agree on
 // everything attribution reads (sameShape), the match inputs included.
-func (r *reuser) track(i, j int, n, o *proc.Process, same bool) {
+func (r *incremental) track(i, j int, n, o *proc.Process, same bool) {
 	l := r.l
 	if l.memos == nil || (r.memos == nil && n == o) {
 		return
@@ -255,7 +256,7 @@ func (r *reuser) track(i, j int, n, o *proc.Process, same bool) {
 // realign gives the new snapshot's members and memos arrays of their own,
 // at the first birth or exit, i being the first new position not yet
 // walked.
-func (r *reuser) realign(i int) {
+func (r *incremental) realign(i int) {
 	if r.at == nil {
 		r.at = make([]*Member, len(r.snap.Procs))
 		copy(r.at, r.l.members[:i])

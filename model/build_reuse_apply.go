@@ -12,7 +12,7 @@ import (
 // the others copied with their new processes, each judged again. The
 // Member of each process by position (r.at) is pointed at the new members.
 // It returns nil when a change turns out to need a full Build after all.
-func (r *reuser) apply(unattributed []*proc.Process) *View {
+func (r *incremental) apply(unattributed []*proc.Process) *View {
 	l, snap, prev := r.l, r.snap, r.prev
 	cgroups := sameStates(snap.Cgroups, l.snap.Cgroups) && sameStates(snap.Freezers, l.snap.Freezers)
 	listeners := sameListeners(snap.Listeners, l.snap.Listeners)
@@ -72,7 +72,7 @@ func (r *reuser) apply(unattributed []*proc.Process) *View {
 // Build would: members in pid order under their parents, the root and the
 // supervisor unchanged (nil if the root would change). remap receives the
 // new Member of each surviving one.
-func (r *reuser) rebuild(old *Sandbox, remap map[*Member]*Member) *Sandbox {
+func (r *incremental) rebuild(old *Sandbox, remap map[*Member]*Member) *Sandbox {
 	gone := map[*Member]bool{}
 	for _, m := range r.gone {
 		gone[m] = true
@@ -114,13 +114,13 @@ func (r *reuser) rebuild(old *Sandbox, remap map[*Member]*Member) *Sandbox {
 			r.born[jn.p] = byPID[jn.p.PID]
 		}
 	}
-	r.judge(&sb, old)
+	r.rejudge(&sb, old)
 	return &sb
 }
 
-// judge refreshes what sb, a copy of old with this snapshot's members,
+// rejudge refreshes what sb, a copy of old with this snapshot's members,
 // says about its supervisor and its badges.
-func (r *reuser) judge(sb, old *Sandbox) {
+func (r *incremental) rejudge(sb, old *Sandbox) {
 	if old.Supervisor != nil {
 		sb.Supervisor = r.snap.ByPID[old.Supervisor.PID]
 	}
@@ -133,7 +133,7 @@ func (r *reuser) judge(sb, old *Sandbox) {
 
 // refresh copies old with the processes of snap: the same members, tree and
 // supervisor, with badges and the socket supervisor judged again.
-func (r *reuser) refresh(old *Sandbox) *Sandbox {
+func (r *incremental) refresh(old *Sandbox) *Sandbox {
 	sb := *old
 	slab := make([]Member, len(old.Members))
 	kids := 0
@@ -159,7 +159,7 @@ func (r *reuser) refresh(old *Sandbox) *Sandbox {
 		}
 	}
 	sb.Root = &slab[old.Root.ord]
-	r.judge(&sb, old)
+	r.rejudge(&sb, old)
 	return &sb
 }
 

@@ -20,9 +20,9 @@ const (
 // attribution: nothing (outside), joins a sandbox as a leaf that changes
 // nothing else about it (joins), or something only a full Build can work
 // out.
-func (r *reuser) classifyNew(n *proc.Process) (newKind, join) {
+func (r *incremental) classifyNew(n *proc.Process) (newKind, join) {
 	l, snap := r.l, r.snap
-	if l.pivotal(snap, n.PID) {
+	if l.treatedSpecially(snap, n.PID) {
 		return undecidable, join{}
 	}
 	if n.Kernel {
@@ -77,7 +77,7 @@ func (r *reuser) classifyNew(n *proc.Process) (newKind, join) {
 // sandbox of that ID when the sandbox is there and the match cannot change
 // what the sandbox says (checked further in membersAgree), else only a
 // full Build can tell.
-func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
+func (r *incremental) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 	sb := r.l.view.byKey(keyOf(m))
 	if sb == nil || n.Zombie() || m.Rule.ProcessGroup || r.hasSocketFlag(n) {
 		return undecidable, join{}
@@ -111,7 +111,7 @@ func (r *reuser) classifyMatched(n *proc.Process, m Match) (newKind, join) {
 // might be contradicted by where n lives (see build.resolveClaims): an
 // ancestor in another sandbox, a cgroup where a rule found another
 // sandbox, or a sandbox that has a conflict already. Only a full Build decides those.
-func (r *reuser) mayContradict(n *proc.Process, sb *Sandbox) bool {
+func (r *incremental) mayContradict(n *proc.Process, sb *Sandbox) bool {
 	if len(sb.Conflicts) > 0 {
 		return true
 	}
@@ -134,7 +134,7 @@ func (r *reuser) mayContradict(n *proc.Process, sb *Sandbox) bool {
 // hasSocketFlag reports whether p's argv names a supervisor socket of any
 // rule: the first matched member to name one decides the sandbox's
 // supervisor.
-func (r *reuser) hasSocketFlag(p *proc.Process) bool {
+func (r *incremental) hasSocketFlag(p *proc.Process) bool {
 	for _, rule := range r.rules {
 		if f := rule.Supervisor.SocketFlag; f != "" {
 			if _, ok := FlagValue(p.Argv, f); ok {
@@ -146,7 +146,7 @@ func (r *reuser) hasSocketFlag(p *proc.Process) bool {
 }
 
 // matchOf returns the match of a member a rule recognised.
-func (r *reuser) matchOf(p *proc.Process) (Match, bool) {
+func (r *incremental) matchOf(p *proc.Process) (Match, bool) {
 	if j := positionOf(r.l.snap.Procs, p.ID()); j >= 0 && r.l.memos != nil {
 		if m := r.l.memos[j]; m.p != nil && m.holds(p) {
 			return m.result()
@@ -163,7 +163,7 @@ func (r *reuser) matchOf(p *proc.Process) (Match, bool) {
 // MatchedBy, its cleanup paths, its supervisor). An older member of sb's
 // own ID, matched by the same rule, that stays, and older ones capturing
 // all of m's variables, make sure of that.
-func (r *reuser) sibling(sb *Sandbox, p *proc.Process, m Match, gone map[*Member]bool) bool {
+func (r *incremental) sibling(sb *Sandbox, p *proc.Process, m Match, gone map[*Member]bool) bool {
 	if !slices.Contains(sb.rules, m.Rule) {
 		return false
 	}
@@ -210,7 +210,7 @@ func anchored(m *Member) bool {
 // its own sandbox's member list: a leaf (no one's parent, not the root)
 // that joined through its parent or its process group, or one a rule
 // recognised whose match others carry on (checked in membersAgree).
-func (r *reuser) removable(m *Member) bool {
+func (r *incremental) removable(m *Member) bool {
 	if _, walked := r.l.supWalk[m.PID]; walked || len(m.Children) > 0 || m.PID == r.prev.Sandboxes[m.sb].Root.PID {
 		return false
 	}
@@ -229,7 +229,7 @@ func (r *reuser) removable(m *Member) bool {
 // reExec reports whether member m's process, in old and new versions o
 // and n, only exec'd into something no rule matches: it stays where its
 // parent put it.
-func (r *reuser) reExec(m *Member, n, o *proc.Process) bool {
+func (r *incremental) reExec(m *Member, n, o *proc.Process) bool {
 	if _, walked := r.l.supWalk[m.PID]; walked || m.Via != ViaAncestor {
 		return false
 	}
@@ -246,7 +246,7 @@ func (r *reuser) reExec(m *Member, n, o *proc.Process) bool {
 // surviving live member is in already, and a live member that exited must
 // leave one behind (Build ignores zombies there). The merges depend on the
 // sandbox IDs the members' cgroups name, so neither may name one.
-func (r *reuser) membersAgree() bool {
+func (r *incremental) membersAgree() bool {
 	if len(r.joins) == 0 && len(r.gone) == 0 {
 		return true
 	}
@@ -328,7 +328,7 @@ func (r *reuser) membersAgree() bool {
 // or an alias other than own: such a member may be what folded one sandbox
 // into another (see mergeByCgroupName), and the fold would not survive its
 // exit.
-func (r *reuser) namesSandbox(path, own string) bool {
+func (r *incremental) namesSandbox(path, own string) bool {
 	if r.names == nil {
 		r.names = map[string]bool{}
 		for _, sb := range r.prev.Sandboxes {
@@ -349,7 +349,7 @@ func (r *reuser) namesSandbox(path, own string) bool {
 // relevantOld reports whether o, a process in no sandbox that is gone or
 // changed, was something the latest full Build's answer depended on.
 func (l *lastBuild) relevantOld(snap *proc.Snapshot, o *proc.Process) bool {
-	if l.pivotal(snap, o.PID) {
+	if l.treatedSpecially(snap, o.PID) {
 		return true
 	}
 	return !o.Kernel && l.inAskedCgroup(o)
@@ -383,15 +383,15 @@ func sameShape(a, b *proc.Process) bool {
 
 // samePlace reports whether a and b are the same identity in the same
 // place: parent, process group, cgroups, kernel thread or not, zombie or
-// not. What rules match on (see alike) may differ.
+// not. What rules match on (see matchInputs) may differ.
 func samePlace(a, b *proc.Process) bool {
 	return a.PID == b.PID && a.Start == b.Start && a.PPID == b.PPID && a.PGID == b.PGID &&
 		a.Kernel == b.Kernel && a.Zombie() == b.Zombie() && a.Cgroup == b.Cgroup && a.Freezer == b.Freezer
 }
 
-// pivotal reports whether pid is one Build treats specially whatever it
+// treatedSpecially reports whether pid is one Build treats specially whatever it
 // runs: PID 1, sandtop, or one a supervisor walk looked at.
-func (l *lastBuild) pivotal(snap *proc.Snapshot, pid int) bool {
+func (l *lastBuild) treatedSpecially(snap *proc.Snapshot, pid int) bool {
 	_, walked := l.supWalk[pid]
 	return walked || pid <= 1 || pid == snap.Self
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -390,16 +389,4 @@ func (w *build) reconcile(sb *Sandbox) []string {
 		}
 	}
 	return nil
-}
-
-// SafeCleanupPath reports whether path may be removed as cleanup of the
-// sandbox id: it must be absolute and clean (no "..", which a captured ID
-// could smuggle in), hold no unexpanded placeholder, and name the sandbox
-// ID as one of its components, so that a rule can never remove a shared
-// directory such as /run or a user's home.
-func SafeCleanupPath(path, id string) bool {
-	if id == "" || !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsAny(path, "{}") {
-		return false
-	}
-	return slices.Contains(strings.Split(path, "/"), id)
 }

@@ -620,7 +620,7 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 	shown := make(map[string]*Sandbox, len(byID))
 	for _, key := range sortedKeys(byID) {
 		sb := byID[key]
-		f.judge(sb, v)
+		f.decideRemovable(sb, v)
 		sb.idx = int32(len(out.Sandboxes))
 		// The same leftovers, judged the same, as the last view showed:
 		// that view's sandbox is handed out again. The live screen keeps
@@ -680,11 +680,11 @@ func liveIn(sbs []*Sandbox, ns string) *Sandbox {
 	return nil
 }
 
-// judge decides what of a leftover sandbox may be removed: nothing a live
+// decideRemovable decides what of a leftover sandbox may be removed: nothing a live
 // supervisor of its runtime may still own (a runner that made the
 // workspace a moment before it starts the VM), no systemd unit, and only
 // paths that name the ID as a whole component.
-func (f *Leftovers) judge(sb *Sandbox, v *View) {
+func (f *Leftovers) decideRemovable(sb *Sandbox, v *View) {
 	sb.Dead = true
 	sb.Badges = []Badge{BadgeLeftover}
 	alive, note := f.SupervisorAlive(sb, v)

@@ -121,7 +121,7 @@ func TestLazyMatchesFullReads(t *testing.T) {
 			w.procs[pid] = pr(pid, 1, argvs[w.rng.IntN(len(argvs))], cgroup(cg))
 		}
 		// One memo for the whole run of a seed, as a scanner keeps it.
-		alike := lazyRules.NeedsAlike()
+		matchInputs := lazyRules.NeedsAlike()
 		var fullPrev, lazyPrev *View
 		for step := range steps {
 			s := w.snapshot()
@@ -139,7 +139,7 @@ func TestLazyMatchesFullReads(t *testing.T) {
 				l := lazyRead(&f, lazyRules.Needs, counts)
 				full.Procs, lazy.Procs = append(full.Procs, &f), append(lazy.Procs, l)
 				full.ByPID[f.PID], lazy.ByPID[l.PID] = &f, l
-				if a := lazyRead(&f, alike, map[proc.Fields]int{}); !reflect.DeepEqual(a, l) {
+				if a := lazyRead(&f, matchInputs, map[proc.Fields]int{}); !reflect.DeepEqual(a, l) {
 					t.Fatalf("seed %d step %d: pid %d read as %+v with NeedsAlike, %+v with Needs", seed, step, f.PID, *a, *l)
 				}
 			}

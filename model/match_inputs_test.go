@@ -18,7 +18,7 @@ func vmProcess(pid int, id string) *proc.Process {
 func TestAlikeEqual(t *testing.T) {
 	base := vmProcess(10, "vm-one")
 	same := vmProcess(11, "vm-one")
-	if a, b := alikeOf(base), alikeOf(same); !a.equal(&b) || a.hash() != b.hash() {
+	if a, b := matchInputsOf(base), matchInputsOf(same); !a.equal(&b) || a.hash() != b.hash() {
 		t.Fatalf("two workers with the same inputs are not alike: %+v, %+v", a, b)
 	}
 	for name, change := range map[string]func(p *proc.Process){
@@ -37,7 +37,7 @@ func TestAlikeEqual(t *testing.T) {
 	} {
 		other := vmProcess(11, "vm-one")
 		change(other)
-		if a, b := alikeOf(base), alikeOf(other); a.equal(&b) {
+		if a, b := matchInputsOf(base), matchInputsOf(other); a.equal(&b) {
 			t.Errorf("%s: processes that differ are alike", name)
 		}
 	}
@@ -59,7 +59,7 @@ func TestAlikeMemoTellsCollisionsApart(t *testing.T) {
 		t.Fatalf("first match = %+v", got)
 	}
 	// A repeat is answered from the memo: a planted answer shows it is.
-	a := alikeOf(p)
+	a := matchInputsOf(p)
 	slot := &memo.slots[a.hash()%alikeMemoSlots]
 	slot.m = &Match{ID: "from-memo"}
 	if got := memo.match(rules, vmProcess(11, "vm-one")); got == nil || got.ID != "from-memo" {
@@ -90,7 +90,7 @@ cwd = "^/srv/boxes/(?P<id>[a-z0-9-]+)$"
 		t.Fatalf("Needs = %v; the test needs a rule that reads the cwd", want)
 	}
 	m := &needsMemo{}
-	a := alikeOf(p)
+	a := matchInputsOf(p)
 	slot := &m.slots[a.hash()%needsMemoSlots]
 	if got := m.needs(rules, p); got != want || !slot.used {
 		t.Fatalf("first question: needs %v (want %v), remembered: %v", got, want, slot.used)
@@ -102,7 +102,7 @@ cwd = "^/srv/boxes/(?P<id>[a-z0-9-]+)$"
 	}
 	// The same slot and hash held by a set that is not alike is a collision.
 	other := &proc.Process{PID: 20, Comm: "sshd", Argv: []string{"sshd"}, Unread: p.Unread}
-	slot.a, slot.need = alikeOf(other), 0
+	slot.a, slot.need = matchInputsOf(other), 0
 	if got := m.needs(rules, p); got != want {
 		t.Fatalf("a collision answered with the other set's needs: %v, want %v", got, want)
 	}

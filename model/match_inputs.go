@@ -8,22 +8,22 @@ import (
 	"github.com/sandtop/sandtop/proc"
 )
 
-// alike is everything Rules.Match and Rules.Needs read of a process besides
+// matchInputs is everything Rules.Match and Rules.Needs read of a process besides
 // Unread: two processes that are alike get the same answers. Most of a
 // host's processes are alike with others (a container's workers: the same
 // argv in the same cgroup), so the memos of one-shot commands (NeedsAlike,
 // the one-off Build's) answer once per set of alike processes.
 //
-// An alike holds the process's own strings and argv, not copies: a memo
+// A matchInputs holds the process's own strings and argv, not copies: a memo
 // costs their headers, and finding a process in it allocates nothing.
-type alike struct {
+type matchInputs struct {
 	comm, exe, cwd, cgroup, freezer string
 	argv                            []string
 	nestedPIDs, kernel              bool
 }
 
-func alikeOf(p *proc.Process) alike {
-	return alike{
+func matchInputsOf(p *proc.Process) matchInputs {
+	return matchInputs{
 		comm: p.Comm, exe: p.Exe, cwd: p.Cwd, cgroup: p.Cgroup, freezer: p.Freezer,
 		argv: p.Argv, nestedPIDs: len(p.NSpid) >= 2, kernel: p.Kernel,
 	}
@@ -33,11 +33,11 @@ func alikeOf(p *proc.Process) alike {
 // exec shares its argv between snapshots, so its strings usually compare
 // by pointer.
 func alikeProcs(p, q *proc.Process) bool {
-	a, b := alikeOf(p), alikeOf(q)
+	a, b := matchInputsOf(p), matchInputsOf(q)
 	return a.equal(&b)
 }
 
-func (a *alike) equal(b *alike) bool {
+func (a *matchInputs) equal(b *matchInputs) bool {
 	return a.comm == b.comm && a.exe == b.exe && a.cwd == b.cwd && a.cgroup == b.cgroup &&
 		a.freezer == b.freezer && a.nestedPIDs == b.nestedPIDs && a.kernel == b.kernel &&
 		slices.Equal(a.argv, b.argv)
@@ -49,7 +49,7 @@ var alikeSeed = maphash.MakeSeed()
 // hash places a in the memos. Neither a path, a comm nor an argument can
 // hold a NUL, so the fields are told apart by one; two sets that still
 // share a hash are told apart by equal.
-func (a *alike) hash() uint64 {
+func (a *matchInputs) hash() uint64 {
 	var h maphash.Hash
 	h.SetSeed(alikeSeed)
 	for _, s := range [...]string{a.comm, a.exe, a.cwd, a.cgroup, a.freezer} {
@@ -91,11 +91,11 @@ type alikeMatch struct {
 // match is the match of p, looked up by what the rules read of it, and
 // made and remembered when it is not in the memo.
 func (memo *alikeMemo) match(rules Rules, p *proc.Process) *Match {
-	a := alikeOf(p)
+	a := matchInputsOf(p)
 	h := a.hash()
 	slot := &memo.slots[h%alikeMemoSlots]
 	if slot.p != nil && slot.hash == h {
-		if sa := alikeOf(slot.p); sa.equal(&a) {
+		if sa := matchInputsOf(slot.p); sa.equal(&a) {
 			return slot.m
 		}
 	}
@@ -123,7 +123,7 @@ const needsMemoSlots = 1024
 type needsSlot struct {
 	hash   uint64
 	unread proc.Fields
-	a      alike
+	a      matchInputs
 	need   proc.Fields
 	used   bool
 }
@@ -132,7 +132,7 @@ func (m *needsMemo) needs(rules Rules, p *proc.Process) proc.Fields {
 	if p == nil || p.Kernel || p.Unread == 0 {
 		return 0
 	}
-	a := alikeOf(p)
+	a := matchInputsOf(p)
 	h := a.hash()
 	slot := &m.slots[h%needsMemoSlots]
 	m.mu.Lock()
