@@ -25,7 +25,7 @@ type Manifest struct {
 	Cgroup  string `json:"cgroup,omitempty"`
 	Freezer string `json:"freezer,omitempty"`
 	// CgroupDirs lists every cgroup directory the owner made, on disk.
-	CgroupDirs []string `json:"cgroupDirs,omitempty"`
+	CgroupDirs []string `json:"cgroup_dirs,omitempty"`
 	// Rootful says the owner ran as root (pid namespaces need it).
 	Rootful     bool      `json:"rootful"`
 	Sandboxes   []Sandbox `json:"sandboxes"`
@@ -41,7 +41,7 @@ type Sandbox struct {
 	Runtime Runtime `json:"runtime"`
 	// AltIDs are other IDs that name the same sandbox (the pod sandbox and
 	// container IDs of a Kubernetes pod, whose ID is the pod UID).
-	AltIDs []string `json:"altIds,omitempty"`
+	AltIDs []string `json:"alt_ids,omitempty"`
 	// Spec is the sandbox as requested, with its ID filled in.
 	Spec SandboxSpec `json:"spec"`
 	// Orphan is true once the supervisor has been killed.
@@ -54,9 +54,9 @@ type Sandbox struct {
 	// Cgroup and Freezer are the sandbox's own cgroups as paths in
 	// /proc/PID/cgroup; CgroupDir and FreezerDir are their directories.
 	Cgroup     string `json:"cgroup,omitempty"`
-	CgroupDir  string `json:"cgroupDir,omitempty"`
+	CgroupDir  string `json:"cgroup_dir,omitempty"`
 	Freezer    string `json:"freezer,omitempty"`
-	FreezerDir string `json:"freezerDir,omitempty"`
+	FreezerDir string `json:"freezer_dir,omitempty"`
 	// Dirs are the directories made for this sandbox (workspace, box dir,
 	// bundle), all below Manifest.Base.
 	Dirs []string `json:"dirs,omitempty"`

@@ -44,11 +44,11 @@ type node struct {
 	Cgroups  []string `json:"cgroups,omitempty"`
 	Setpgid  bool     `json:"setpgid,omitempty"`
 	Setsid   bool     `json:"setsid,omitempty"`
-	NewPidNS bool     `json:"newPidNS,omitempty"`
+	NewPidNS bool     `json:"new_pid_ns,omitempty"`
 	// DieWithParent sets PR_SET_PDEATHSIG(SIGKILL), as bwrap
 	// --die-with-parent does for its child.
-	DieWithParent bool `json:"dieWithParent,omitempty"`
-	IgnoreTERM    bool `json:"ignoreTerm,omitempty"`
+	DieWithParent bool `json:"die_with_parent,omitempty"`
+	IgnoreTERM    bool `json:"ignore_term,omitempty"`
 	// Listen is a unix socket path to listen on (a supervisor's -address).
 	Listen string `json:"listen,omitempty"`
 	// Exec replaces this process image with another node, keeping the pid,

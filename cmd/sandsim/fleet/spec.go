@@ -92,7 +92,7 @@ type SandboxSpec struct {
 	Escape bool `json:"escape,omitempty"`
 	// IgnoreTERM sets SIGTERM to SIG_IGN (which the member's children
 	// inherit, as SIG_IGN survives fork and execve).
-	IgnoreTERM bool `json:"ignoreTerm,omitempty"`
+	IgnoreTERM bool `json:"ignore_term,omitempty"`
 	// Forker keeps forking short-lived children (one every ~20 ms, a few
 	// alive at a time).
 	Forker bool `json:"forker,omitempty"`
@@ -110,10 +110,10 @@ type BystanderSpec struct {
 	Argv []string `json:"argv"`
 	// CgroupOf names a sandbox whose root process's cgroup the bystander
 	// joins (for a shim, the shared containerd.service cgroup).
-	CgroupOf string `json:"cgroupOf,omitempty"`
+	CgroupOf string `json:"cgroup_of,omitempty"`
 	// SiblingOf names a sandbox; the bystander is started by the same
 	// process that started the sandbox's root (the runner, or the owner).
-	SiblingOf string `json:"siblingOf,omitempty"`
+	SiblingOf string `json:"sibling_of,omitempty"`
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
