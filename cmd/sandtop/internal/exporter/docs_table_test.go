@@ -37,8 +37,9 @@ func TestDocsMetricsTable(t *testing.T) {
 		c.Describe(descs)
 	}
 	close(descs)
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range descs {
-		if m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(d.String()); m != nil {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
 			served = append(served, m[1])
 		}
 	}
