@@ -67,8 +67,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Quit, k.ForceQuit):
 		return m.quit(msg)
-	case key.Matches(msg, k.Hurry):
-		m.hurry()
+	case key.Matches(msg, k.KillNow):
+		m.killNow()
 	case m.bar != nil && m.bar.owns(msg):
 		return m.timeKey(msg)
 	case m.keys.disabledKill(msg):
@@ -270,7 +270,7 @@ func (m *Model) quit(msg tea.KeyMsg) tea.Cmd {
 		if key.Matches(msg, m.keys.ForceQuit) {
 			again = "Ctrl-C"
 		}
-		m.setStatus(fmt.Sprintf("a teardown is running: %s again stops it before SIGKILL and quits; %s sends SIGKILL now", again, m.keys.Hurry.Help().Key), true)
+		m.setStatus(fmt.Sprintf("a teardown is running: %s again stops it before SIGKILL and quits; %s sends SIGKILL now", again, m.keys.KillNow.Help().Key), true)
 		return nil
 	}
 	m.stopRuns = m.panel.running > 0

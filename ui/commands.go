@@ -168,14 +168,14 @@ type batch struct {
 	id    int
 	plans []*teardown.Plan
 	ch    chan tea.Msg
-	// hurry, closed, ends the grace wait of the batch's teardowns: SIGKILL
-	// now (teardown.WithHurry).
-	hurry     chan struct{}
-	hurryOnce sync.Once
+	// endGrace, closed, ends the grace wait of the batch's teardowns: SIGKILL
+	// now (teardown.WithEndGrace).
+	endGrace     chan struct{}
+	endGraceOnce sync.Once
 }
 
-// rush ends the batch's grace wait; it may be called any number of times.
-func (b *batch) rush() { b.hurryOnce.Do(func() { close(b.hurry) }) }
+// cutGrace ends the batch's grace wait; it may be called any number of times.
+func (b *batch) cutGrace() { b.endGraceOnce.Do(func() { close(b.endGrace) }) }
 
 // maxParallelTeardowns bounds how many plans of a batch run at once.
 const maxParallelTeardowns = 16
@@ -198,7 +198,7 @@ func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
 		}
 		// The plans run together, so a batch takes about one grace, not
 		// one per target; each event line names its target.
-		ctx := teardown.WithHurry(r.ctx, b.hurry)
+		ctx := teardown.WithEndGrace(r.ctx, b.endGrace)
 		var wg sync.WaitGroup
 		slots := make(chan struct{}, maxParallelTeardowns)
 		for _, p := range b.plans {

@@ -29,8 +29,8 @@ type KeyMap struct {
 	Tag, Untag key.Binding
 	Copy       key.Binding
 	Kill       key.Binding
-	// Hurry ends a running teardown's grace: SIGKILL now.
-	Hurry              key.Binding
+	// KillNow ends a running teardown's grace: SIGKILL now.
+	KillNow            key.Binding
 	Refresh            key.Binding
 	Faster, Slower     key.Binding
 	SwitchFocus, Close key.Binding
@@ -68,7 +68,7 @@ func DefaultKeyMap() KeyMap {
 		Untag:       key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "clear tags")),
 		Copy:        key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy ID")),
 		Kill:        key.NewBinding(key.WithKeys("K", "f9"), key.WithHelp("K F9", "kill")),
-		Hurry:       key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "SIGKILL now (end the grace)")),
+		KillNow:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "SIGKILL now (end the grace)")),
 		Refresh:     key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Faster:      key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "faster")),
 		Slower:      key.NewBinding(key.WithKeys("-"), key.WithHelp("-", "slower")),
@@ -99,7 +99,7 @@ func (k *KeyMap) readOnly() {
 // killKeys are the bindings that lead to a teardown: tags exist only to
 // pick kill targets.
 func (k *KeyMap) killKeys() []*key.Binding {
-	return []*key.Binding{&k.Kill, &k.Tag, &k.Untag, &k.Hurry}
+	return []*key.Binding{&k.Kill, &k.Tag, &k.Untag, &k.KillNow}
 }
 
 // disabledKill reports whether msg is a kill key that read-only mode
@@ -128,7 +128,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Expand, k.Collapse, k.ExpandAll, k.Details, k.Tree, k.Host, k.Copy, k.ScrollLeft, k.ScrollRight},
 		{k.Filter, k.Search, k.Sort, k.SortMenu, k.Reverse, k.Refresh, k.Faster, k.Slower},
-		{k.Tag, k.Untag, k.Kill, k.Hurry, k.SwitchFocus, k.CloseHelp, k.Quit},
+		{k.Tag, k.Untag, k.Kill, k.KillNow, k.SwitchFocus, k.CloseHelp, k.Quit},
 	}
 }
 

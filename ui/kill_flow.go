@@ -160,7 +160,7 @@ func (m *Model) startBatch(plans []*teardown.Plan) tea.Cmd {
 		return nil
 	}
 	m.nextBatch++
-	b := &batch{id: m.nextBatch, plans: plans, ch: make(chan tea.Msg, 64), hurry: make(chan struct{})}
+	b := &batch{id: m.nextBatch, plans: plans, ch: make(chan tea.Msg, 64), endGrace: make(chan struct{})}
 	m.batches[b.id] = b
 	for _, p := range plans {
 		for _, mb := range p.Members {
@@ -180,15 +180,15 @@ func (m *Model) startBatch(plans []*teardown.Plan) tea.Cmd {
 	return tea.Batch(m.panel.begin(plans), runBatchCmd(m.runs, m.killer, b), waitBatchCmd(b))
 }
 
-// hurry ends the grace of every running teardown: SIGKILL now, as the
+// killNow ends the grace of every running teardown: SIGKILL now, as the
 // CLI's first Ctrl-C does. Verify, cleanup and the audit record follow.
-func (m *Model) hurry() {
+func (m *Model) killNow() {
 	if len(m.batches) == 0 {
 		m.setStatus("no teardown is running", true)
 		return
 	}
 	for _, b := range m.batches {
-		b.rush()
+		b.cutGrace()
 	}
 	m.setStatus("grace cut short: SIGKILL now; verify and the audit record follow", false)
 }

@@ -151,7 +151,7 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 	lout, lerr := &lossyWriter{w: out}, &lossyWriter{w: errOut}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hurry := make(chan struct{})
+	endGrace := make(chan struct{})
 	sigs := make(chan os.Signal, 4)
 	// Notify for SIGPIPE too: without it a write to a closed pipe on
 	// stdout kills a Go program outright.
@@ -174,7 +174,7 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 				switch n {
 				case 1:
 					interrupted.Store(true)
-					close(hurry)
+					close(endGrace)
 					fmt.Fprintf(lerr, "sandtop: %s: no more waiting; SIGKILL, verify and the audit record follow (again: stop signalling)\n", sig)
 				case 2:
 					cancel()
@@ -189,7 +189,7 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 		enc := json.NewEncoder(jsonSafe(lout))
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
 	}
-	runCtx := teardown.WithHurry(ctx, hurry)
+	runCtx := teardown.WithEndGrace(ctx, endGrace)
 	var failed atomic.Bool
 	runner := &teardown.Runner{Engine: eng, Via: "kill", Audit: auditPath, Reconcile: reconcile}
 	// kept holds, per plan, why a dead sandbox's leftovers were all kept.
