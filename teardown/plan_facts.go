@@ -126,7 +126,7 @@ func (p *Plan) Facts() Facts {
 		}
 	}
 	for _, s := range p.Suspects {
-		f.Suspects = append(f.Suspects, fmt.Sprintf("pid %d %s: %s: %s", s.PID, s.Comm, s.Why(), p.suspectFate(s)))
+		f.Suspects = append(f.Suspects, fmt.Sprintf("pid %d %s: %s: %s", s.PID, s.Comm, s.Why(), p.SuspectFate(s)))
 	}
 	switch {
 	case p.Supervised:
@@ -143,8 +143,8 @@ func (p *Plan) Facts() Facts {
 	return f
 }
 
-// suspectFate says what the teardown does with a suspect.
-func (p *Plan) suspectFate(s Suspect) string {
+// SuspectFate says what the teardown does with a suspect.
+func (p *Plan) SuspectFate(s Suspect) string {
 	switch {
 	case s.Provable:
 		return "taken, like a member"

@@ -8,10 +8,23 @@ import (
 	"github.com/sandtop/sandtop/model"
 )
 
-// TestDocsJSONFields holds docs/json.md to model.Document: every field the
-// document can carry, at any depth, is named there as a JSON key.
+// TestDocsJSONFields holds docs/json.md to model.Document and to the plan
+// kill --dry-run --json prints: every field either can carry, at any
+// depth, is named in its section as a JSON key.
 func TestDocsJSONFields(t *testing.T) {
 	page := string(readDoc(t, "json.md"))
+	list, plan, ok := strings.Cut(page, "\n# `sandtop kill --dry-run --json`")
+	if !ok {
+		t.Fatal("docs/json.md has no section for kill --dry-run --json")
+	}
+	docFields(t, list, reflect.TypeFor[model.Document](), "document")
+	docFields(t, plan, reflect.TypeFor[planJSON](), "plan")
+}
+
+// docFields fails for each JSON field of ty, at any depth, that page
+// never names.
+func docFields(t *testing.T, page string, ty reflect.Type, root string) {
+	t.Helper()
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type, string)
 	walk = func(ty reflect.Type, path string) {
@@ -37,9 +50,9 @@ func TestDocsJSONFields(t *testing.T) {
 			walk(f.Type, path+"."+name)
 		}
 	}
-	walk(reflect.TypeFor[model.Document](), "document")
-	if len(seen) < 3 {
-		t.Fatalf("walked only %d types of model.Document", len(seen))
+	walk(ty, root)
+	if len(seen) < 2 {
+		t.Fatalf("walked only %d types of %s", len(seen), root)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandtop/sandtop/teardown"
 )
@@ -105,18 +106,29 @@ func TestBadFlagValues(t *testing.T) {
 }
 
 // TestKillDryRunJSON: --json is honoured by --dry-run too, one plan a
-// line, and nothing is signalled.
+// line, and nothing is signalled; a process that ignores SIGTERM is named
+// as the text plan names it.
 func TestKillDryRunJSON(t *testing.T) {
-	c := exec.Command("sleep", "1000")
+	// trap '' makes SIGTERM ignored, and exec keeps it ignored in sleep.
+	c := exec.Command("sh", "-c", "trap '' TERM; exec sleep 1000")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	code, out, errOut := sandtop(t, "kill", "--dry-run", "--json", "--pid", strconv.Itoa(c.Process.Pid))
+	pid := strconv.Itoa(c.Process.Pid)
 	var p planJSON
+	waitUntil(5*time.Second, func() bool {
+		_, out, _ := sandtop(t, "kill", "--dry-run", "--json", "--pid", pid)
+		return json.Unmarshal([]byte(out), &p) == nil && len(p.Members) == 1 && p.Members[0].Comm == "sleep"
+	})
+	code, out, errOut := sandtop(t, "kill", "--dry-run", "--json", "--pid", pid)
 	if code != exitOK || json.Unmarshal([]byte(out), &p) != nil || p.RootPID != c.Process.Pid || len(p.Members) != 1 ||
-		p.Members[0].Comm != "sleep" || len(p.Steps) == 0 || p.GraceMS != teardown.DefaultGrace.Milliseconds() {
+		p.Members[0].Comm != "sleep" || len(p.Steps) == 0 || p.GraceMS != teardown.DefaultGrace.Milliseconds() || p.Suspects == nil {
 		t.Errorf("exit %d, stdout %q, stderr %q: want one plan as JSON", code, out, errOut)
+	}
+	_, text, _ := sandtop(t, "kill", "--dry-run", "--pid", pid)
+	if !strings.Contains(text, "ignores SIGTERM: pid "+pid+" sleep") || len(p.Members) != 1 || p.Members[0].Resists != "ignores SIGTERM" {
+		t.Errorf("the SIGTERM-ignorer: the text plan says\n%s\nthe JSON plan %s", text, out)
 	}
 	if c.ProcessState != nil {
 		t.Error("the dry run signalled the process")

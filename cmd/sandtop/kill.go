@@ -255,6 +255,7 @@ type planJSON struct {
 	GraceMS    int64           `json:"grace_ms"`
 	DeadlineMS int64           `json:"deadline_ms"`
 	Members    []planMember    `json:"members"`
+	Suspects   []planSuspect   `json:"suspects"`
 }
 
 type planMember struct {
@@ -263,6 +264,27 @@ type planMember struct {
 	PPID   int    `json:"ppid"`
 	Comm   string `json:"comm"`
 	Zombie bool   `json:"zombie,omitempty"`
+	// Resists is "ignores SIGTERM" or "blocks SIGTERM", as the kernel
+	// said when the plan was made: SIGKILLed after the grace.
+	Resists string `json:"resists,omitempty"`
+	// Suspect is the evidence that put a process outside the tree among
+	// the members (a suspect the plan takes).
+	Suspect string `json:"suspect,omitempty"`
+}
+
+// planSuspect is a process outside the tree, in a cgroup the sandbox's
+// processes occupy, that may have started inside it.
+type planSuspect struct {
+	PID      int      `json:"pid"`
+	Start    uint64   `json:"start_ticks"`
+	PPID     int      `json:"ppid"`
+	Comm     string   `json:"comm"`
+	Cgroup   string   `json:"cgroup"`
+	Evidence []string `json:"evidence"`
+	// Taken says the plan signals it (its cgroup names the sandbox, or
+	// --with-cgroup); Fate says so in words.
+	Taken bool   `json:"taken"`
+	Fate  string `json:"fate"`
 }
 
 func writePlansJSON(w io.Writer, plans []*teardown.Plan) error {
@@ -272,12 +294,16 @@ func writePlansJSON(w io.Writer, plans []*teardown.Plan) error {
 		doc := planJSON{Plan: p.Target, Key: p.Key, Runtime: p.Runtime,
 			RootPID: p.RootPID, Cgroup: f.Cgroup, Supervisor: f.Supervisor, Cleanup: f.CleanupPaths,
 			Reconcile: p.Reconcile, Strategy: f.Strategy, Steps: f.Steps,
-			GraceMS: p.Grace.Milliseconds(), DeadlineMS: p.Deadline.Milliseconds(), Members: []planMember{}}
+			GraceMS: p.Grace.Milliseconds(), DeadlineMS: p.Deadline.Milliseconds(), Members: []planMember{}, Suspects: []planSuspect{}}
 		if p.Sandbox != nil {
 			doc.ID, doc.Namespace = p.Sandbox.ID, p.Sandbox.Namespace
 		}
 		for _, m := range p.Members {
-			doc.Members = append(doc.Members, planMember{PID: m.PID, Start: m.Start, PPID: m.PPID, Comm: m.Comm, Zombie: m.Zombie})
+			doc.Members = append(doc.Members, planMember{PID: m.PID, Start: m.Start, PPID: m.PPID, Comm: m.Comm, Zombie: m.Zombie, Resists: m.Resists, Suspect: m.Suspect})
+		}
+		for _, s := range p.Suspects {
+			doc.Suspects = append(doc.Suspects, planSuspect{PID: s.PID, Start: s.Start, PPID: s.PPID, Comm: s.Comm, Cgroup: s.Cgroup,
+				Evidence: s.Evidence, Taken: p.Included(s), Fate: p.SuspectFate(s)})
 		}
 		if err := enc.Encode(doc); err != nil {
 			return fmt.Errorf("plan: %w", err)

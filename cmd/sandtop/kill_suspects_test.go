@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,29 @@ func TestKillNamesEscapedHelpers(t *testing.T) {
 	code, out, errOut := sandtop(t, "kill", "--dry-run", m.Sandbox("plain").ID)
 	if code != 0 || !strings.Contains(out, "suspects (outside the tree, in its cgroups):\n  pid "+pid("plain")) || !strings.Contains(out, "--with-cgroup") {
 		t.Errorf("dry run: exit %d, the escaped helper %s not named as a suspect:\n%s%s", code, pid("plain"), out, errOut)
+	}
+
+	// The JSON plan names the same suspect, with its evidence, not taken;
+	// under --with-cgroup taken, and among the members.
+	for _, with := range []bool{false, true} {
+		args := []string{"kill", "--dry-run", "--json", m.Sandbox("plain").ID}
+		if with {
+			args = append(args, "--with-cgroup")
+		}
+		code, out, errOut = sandtop(t, args...)
+		var p planJSON
+		if code != 0 || json.Unmarshal([]byte(out), &p) != nil {
+			t.Fatalf("%v: exit %d:\n%s%s", args, code, out, errOut)
+		}
+		i := slices.IndexFunc(p.Suspects, func(s planSuspect) bool { return s.PID == escaped["plain"].PID })
+		if i < 0 || len(p.Suspects[i].Evidence) == 0 || p.Suspects[i].Taken != with || p.Suspects[i].Start != escaped["plain"].Start ||
+			!strings.Contains(out, `"fate":`) {
+			t.Errorf("%v: the escaped helper %s is not a suspect taken=%v with its evidence:\n%s", args, pid("plain"), with, out)
+		}
+		taken := slices.ContainsFunc(p.Members, func(m planMember) bool { return m.PID == escaped["plain"].PID && m.Suspect != "" })
+		if taken != with {
+			t.Errorf("%v: the suspect among the members: %v, want %v:\n%s", args, taken, with, out)
+		}
 	}
 
 	code, out, errOut = sandtop(t, "kill", "--force", "--grace", "0", "--audit-log", audit, m.Sandbox("plain").ID)
