@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/assets"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/remote"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -187,14 +188,14 @@ func TestFleetTwoHosts(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		var fv fleetView
+		var fv remote.FleetView
 		if err := json.Unmarshal([]byte(out), &fv); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		// Host a exports per-sandbox series: its fleet's sandboxes are
 		// there with the badges its own document gives them, and nothing
 		// of host b's fleet is.
-		got := map[string]fleetSandbox{}
+		got := map[string]remote.FleetSandbox{}
 		for _, sb := range fv.Sandboxes {
 			if sb.Instance != a.addr {
 				t.Errorf("sandbox %s of host %s: only host a exports per-sandbox series", sb.ID, sb.Instance)
@@ -220,7 +221,7 @@ func TestFleetTwoHosts(t *testing.T) {
 		}
 		// Host b: counts by runtime, at least its fleet's (other sandboxes
 		// known by their cgroups alone may add to them).
-		counts := map[string]fleetCount{}
+		counts := map[string]remote.FleetCount{}
 		for _, c := range fv.Counts {
 			if c.Instance != b.addr {
 				t.Errorf("counts of host %s: host a exports per-sandbox series", c.Instance)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/remote"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/ui/format"
 	"github.com/sandtop/sandtop/ui/theme"
@@ -60,13 +61,13 @@ read-only: no signal crosses the network, a kill is run on the host.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			// Filter terms select from another host's answer; this host's
 			// list takes none (an unknown word is an unknown command).
-			if o.prometheus == "" && !isURL(o.from) {
+			if o.prometheus == "" && !remote.IsURL(o.from) {
 				return noArgs(cmd, args)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.prometheus != "" || isURL(o.from) {
+			if o.prometheus != "" || remote.IsURL(o.from) {
 				return o.runRemote(cmd, args)
 			}
 			heap := gcpace.OneShot()
@@ -123,11 +124,11 @@ func (o *listOpts) runRemote(cmd *cobra.Command, args []string) error {
 	}
 	st := theme.New(lipgloss.NewRenderer(out))
 	if o.prometheus != "" {
-		base, err := parseBaseURL("--prometheus", o.prometheus)
+		base, err := remote.ParseBaseURL("--prometheus", o.prometheus)
 		if err != nil {
-			return err
+			return usageErr(err)
 		}
-		fv, err := fromPrometheus(cmd.Context(), base, q, time.Now())
+		fv, err := remote.FromPrometheus(cmd.Context(), base, q, time.Now())
 		if err != nil {
 			return err
 		}
@@ -139,11 +140,11 @@ func (o *listOpts) runRemote(cmd *cobra.Command, args []string) error {
 		writeFleet(out, st, fv, o.width)
 		return nil
 	}
-	base, err := parseBaseURL("--from", o.from)
+	base, err := remote.ParseBaseURL("--from", o.from)
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
-	d, err := fromHost(cmd.Context(), base, o.all, q)
+	d, err := remote.FromHost(cmd.Context(), base, o.all, q)
 	if err != nil {
 		return err
 	}

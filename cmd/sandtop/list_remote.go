@@ -1,68 +1,21 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/remote"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
-	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/ui/format"
 	"github.com/sandtop/sandtop/ui/theme"
 )
 
-// readOnlyNote ends every view of another host: the answer of a remote
-// read, and nothing a remote view shows can be killed from here.
-const readOnlyNote = "read-only: no signal crosses the network; to tear a sandbox down, run `sandtop kill ID` on its host"
-
-// remoteTimeout bounds one request to another host or to Prometheus.
-const remoteTimeout = 30 * time.Second
-
-// isURL reports whether --from names a host (http:// or https://) rather
-// than a recording.
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
-// parseBaseURL checks a URL a flag gives: http or https, a host, no query.
-func parseBaseURL(flag, s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, usageErr(fmt.Errorf("%s %q: want an http:// or https:// URL, as in http://worker-1:9717", flag, s))
-	}
-	return u, nil
-}
-
-// getJSON fetches u and decodes its JSON body into into.
-func getJSON(ctx context.Context, u string, into any) error {
-	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, model.Printable(strings.TrimSpace(string(b))))
-	}
-	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
-	}
-	return nil
-}
+// The list command's views of other hosts: what internal/remote read,
+// printed as `sandtop list` prints this host.
 
 // parseFilter reads the filter terms given as arguments (the live
 // screen's filter language).
@@ -72,40 +25,6 @@ func parseFilter(args []string) (query.Query, error) {
 		return q, usageErr(fmt.Errorf("filter: %w", err))
 	}
 	return q, nil
-}
-
-// fromHost reads one host's `sandtop serve` document (/api/v1/sandboxes),
-// keeping the sandboxes the filter passes.
-func fromHost(ctx context.Context, base *url.URL, all bool, q query.Query) (model.Document, error) {
-	u := *base
-	if !strings.HasSuffix(u.Path, "/api/v1/sandboxes") {
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/sandboxes"
-	}
-	if all {
-		u.RawQuery = "all=1"
-	}
-	var d model.Document
-	if err := getJSON(ctx, u.String(), &d); err != nil {
-		return d, fmt.Errorf("--from: %w", err)
-	}
-	kept := d.Sandboxes[:0]
-	for _, sb := range d.Sandboxes {
-		if q.Sandbox(documentSandbox(sb)) {
-			kept = append(kept, sb)
-		}
-	}
-	d.Sandboxes = kept
-	return d, nil
-}
-
-// documentSandbox is as much of a model.Sandbox as a document says, for
-// the filter to judge: ID, runtime, badges and the members' comm and argv.
-func documentSandbox(s model.SandboxJSON) *model.Sandbox {
-	sb := &model.Sandbox{ID: s.ID, Runtime: s.Runtime, Namespace: s.Namespace, Badges: s.Badges}
-	for _, p := range s.Processes {
-		sb.Members = append(sb.Members, &model.Member{Process: &proc.Process{PID: p.PID, Comm: p.Comm, Argv: p.Argv}})
-	}
-	return sb
 }
 
 // writeFromHost prints a host's document as `sandtop list` prints this
@@ -136,7 +55,7 @@ func writeFromHost(w io.Writer, st *theme.Theme, d model.Document, source string
 	writeRemoteTable(w, st, []string{"ID", "RUNTIME", "PROCS", "ROOT PID", "CPU", "RSS", "AGE", "BADGES"}, rows,
 		func(c int) bool { return c >= 2 && c <= 6 }, width)
 	fmt.Fprintf(w, "%d sandboxes on %s, scanned %s (from %s)\n%s\n", len(d.Sandboxes), model.Printable(d.Host),
-		d.Time.Format(time.RFC3339), model.Printable(source), readOnlyNote)
+		d.Time.Format(time.RFC3339), model.Printable(source), remote.ReadOnlyNote)
 }
 
 func badgeList(bs []model.Badge) string {
@@ -164,4 +83,50 @@ func writeRemoteTable(w io.Writer, st *theme.Theme, headers []string, rows [][]s
 	writeLines(w, lines, width)
 }
 
-var errNoSeries = errors.New("no sandtop series in this Prometheus: is a job scraping `sandtop serve`?")
+// writeFleet prints the fleet: one row per sandbox with its host, then
+// the counts of the hosts without per-sandbox series.
+func writeFleet(w io.Writer, st *theme.Theme, fv *remote.FleetView, width int) {
+	hosts := map[string]bool{}
+	if len(fv.Sandboxes) > 0 {
+		var rows [][]string
+		for _, sb := range fv.Sandboxes {
+			hosts[sb.Instance] = true
+			var badges []string
+			for _, b := range sb.Badges {
+				if since, ok := sb.BadgeSince[b]; ok {
+					badges = append(badges, fmt.Sprintf("%s (%s)", b, format.Age(fv.Time.Sub(since))))
+				} else {
+					badges = append(badges, string(b))
+				}
+			}
+			rows = append(rows, []string{sb.Instance, sb.ID, sb.Runtime, sb.Namespace, format.Bytes(sb.RSSBytes), strings.Join(badges, ",")})
+		}
+		writeRemoteTable(w, st, []string{"HOST", "ID", "RUNTIME", "NAMESPACE", "RSS", "BADGES (SINCE)"}, rows,
+			func(c int) bool { return c == 4 }, width)
+	}
+	if len(fv.Counts) > 0 {
+		if len(fv.Sandboxes) > 0 {
+			fmt.Fprintln(w)
+		}
+		headers := []string{"HOST", "RUNTIME", "SANDBOXES"}
+		for _, b := range model.Badges {
+			headers = append(headers, strings.ToUpper(string(b)))
+		}
+		var rows [][]string
+		for _, c := range fv.Counts {
+			hosts[c.Instance] = true
+			row := []string{c.Instance, c.Runtime, strconv.Itoa(c.Sandboxes)}
+			for _, b := range model.Badges {
+				row = append(row, strconv.Itoa(c.Badged[b]))
+			}
+			rows = append(rows, row)
+		}
+		writeRemoteTable(w, st, headers, rows, func(c int) bool { return c >= 2 }, width)
+		fmt.Fprintln(w, "(counts: these hosts export no per-sandbox series; run their serve with --per-sandbox to list sandboxes)")
+	}
+	for host, n := range fv.Omitted {
+		fmt.Fprintf(w, "%s: %d sandboxes not exported (--per-sandbox-limit)\n", model.Printable(host), n)
+	}
+	fmt.Fprintf(w, "%d sandboxes on %d hosts, from Prometheus at %s (%s)\n%s\n", len(fv.Sandboxes), len(hosts),
+		model.Printable(fv.Source), fv.Time.Format(time.RFC3339), fv.Note)
+}

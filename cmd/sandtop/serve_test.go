@@ -26,6 +26,7 @@ import (
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/assets"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/remote"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -491,22 +492,22 @@ func (p *promServer) queryAt(expr string, at time.Time) map[string]float64 {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	series, err := promQuery(context.Background(), base, expr, at)
+	series, err := remote.Query(context.Background(), base, expr, at)
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	out := map[string]float64{}
 	for _, s := range series {
 		var keys []string
-		for k := range s.labels {
+		for k := range s.Labels {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		var vals []string
 		for _, k := range keys {
-			vals = append(vals, s.labels[k])
+			vals = append(vals, s.Labels[k])
 		}
-		out[strings.Join(vals, ",")] = s.value
+		out[strings.Join(vals, ",")] = s.Value
 	}
 	return out
 }
