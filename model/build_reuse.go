@@ -20,8 +20,9 @@ import (
 // doubt, is a full Build. TestReuseMatchesFullBuild holds the two equal
 // through random changes of every kind.
 //
-// Reuse is in three parts: the walk over both snapshots (this file), the
-// classification of each change (build_reuse_classify.go) and applying
+// Reuse is in three parts, each in its own file and each handing the next
+// all it needs: the comparison of both snapshots (this file), the
+// classification of each difference (build_reuse_classify.go) and applying
 // the changes to the previous view (build_reuse_apply.go).
 
 // lastBuild is what the latest full Build decided, and what its answer
@@ -50,78 +51,21 @@ type lastBuild struct {
 }
 
 // reuse returns the view of snap when it can be derived from the latest
-// full Build, or nil when a full Build is needed.
+// full Build, or nil when a full Build is needed. It reads in the order
+// it works: compare (below) finds what differs between the two snapshots,
+// classify (build_reuse_classify.go) decides what each difference does to
+// the attribution, and apply (build_reuse_apply.go) makes the new view.
 func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	l := b.last
 	if l == nil || !l.reusable || prev == nil || prev != l.view || snap.Self != l.snap.Self {
 		return nil
 	}
 	r := incremental{l: l, rules: b.rules, snap: snap, prev: prev}
-	// Walk both snapshots in pid order at once.
-	olds, news := l.snap.Procs, snap.Procs
-	var unattributed []*proc.Process
-	for i, j := 0, 0; i < len(news) || j < len(olds); {
-		switch {
-		case j == len(olds) || (i < len(news) && news[i].PID < olds[j].PID): // born
-			r.realign(i)
-			n := news[i]
-			switch kind, jn := r.classifyNew(n); kind {
-			case outside:
-				unattributed = appendUser(unattributed, n)
-			case joins:
-				jn.pos, jn.p = i, n
-				r.joins = append(r.joins, jn)
-				r.mark(jn.sb)
-			default:
-				return nil
-			}
-			i++
-		case i == len(news) || olds[j].PID < news[i].PID: // gone
-			r.realign(i)
-			if m := l.members[j]; m != nil {
-				if !r.removable(m) {
-					return nil
-				}
-				r.gone = append(r.gone, m)
-				r.mark(m.sb)
-			} else if l.relevantOld(snap, olds[j]) {
-				return nil
-			}
-			j++
-		default:
-			n, o, m := news[i], olds[j], l.members[j]
-			same := n == o || sameShape(n, o)
-			r.track(i, j, n, o, same)
-			switch {
-			case same:
-				if n != o && m != nil {
-					r.change(m, n)
-				}
-			case m != nil && r.reExec(m, n, o):
-				r.change(m, n)
-				r.execs++
-			case m != nil || l.relevantOld(snap, o):
-				return nil
-			default:
-				if kind, _ := r.classifyNew(n); kind != outside {
-					return nil
-				}
-			}
-			if r.at != nil {
-				r.at[i] = m
-			}
-			if m == nil {
-				unattributed = appendUser(unattributed, n)
-			}
-			i++
-			j++
-		}
-	}
-	if !r.membersAgree() || r.touchesConflict() {
+	d := r.compare()
+	if !r.classify(d) {
 		return nil
 	}
-
-	v := r.apply(unattributed)
+	v := r.apply()
 	if v == nil {
 		return nil
 	}
@@ -186,39 +130,58 @@ type join struct {
 	match Match
 }
 
-func (r *incremental) mark(sb int32) {
-	if r.dirty == nil {
-		r.dirty = make([]bool, len(r.prev.Sandboxes))
-	}
-	r.dirty[sb] = true
+// pair is a process at position i of the new snapshot that was at
+// position j of the last.
+type pair struct{ i, j int }
+
+// differences is what compare found between the last snapshot and this
+// one; processes that are the same *proc.Process in both (most, on a
+// steady host) are in none of its lists.
+type differences struct {
+	// born are the new positions of processes the last snapshot did not
+	// have, gone the last positions of those this one does not.
+	born, gone []int
+	// ticked are members whose process changed only in what attribution
+	// does not read (CPU, memory, threads, run state).
+	ticked []pair
+	// reshaped are processes, members or not, that changed in something
+	// attribution reads.
+	reshaped []pair
 }
 
-// touchesConflict reports whether a member born, gone or changed is in a
-// sandbox with a conflict: whether a claim is contradicted (rule 1c)
-// depends on every other claimant of it, which only a full Build weighs.
-func (r *incremental) touchesConflict() bool {
-	for i, d := range r.dirty {
-		if d && len(r.prev.Sandboxes[i].Conflicts) > 0 {
-			return true
+// compare walks both snapshots in pid order at once, sorting what
+// differs, and carries the match memos to the new snapshot (track).
+func (r *incremental) compare() differences {
+	var d differences
+	olds, news, members := r.l.snap.Procs, r.snap.Procs, r.l.members
+	for i, j := 0, 0; i < len(news) || j < len(olds); {
+		switch {
+		case j == len(olds) || (i < len(news) && news[i].PID < olds[j].PID):
+			r.realign(i)
+			d.born = append(d.born, i)
+			i++
+		case i == len(news) || olds[j].PID < news[i].PID:
+			r.realign(i)
+			d.gone = append(d.gone, j)
+			j++
+		default:
+			n, o, m := news[i], olds[j], members[j]
+			same := n == o || sameShape(n, o)
+			r.track(i, j, n, o, same)
+			switch {
+			case !same:
+				d.reshaped = append(d.reshaped, pair{i, j})
+			case n != o && m != nil:
+				d.ticked = append(d.ticked, pair{i, j})
+			}
+			if r.at != nil {
+				r.at[i] = m
+			}
+			i++
+			j++
 		}
 	}
-	return false
-}
-
-func (r *incremental) change(m *Member, p *proc.Process) {
-	if r.changed == nil {
-		r.changed = map[*Member]*proc.Process{}
-	}
-	r.changed[m] = p
-	r.mark(m.sb)
-}
-
-// now returns m's process in the new snapshot (m must not be gone).
-func (r *incremental) now(m *Member) *proc.Process {
-	if p := r.changed[m]; p != nil {
-		return p
-	}
-	return m.Process
+	return d
 }
 
 // track carries the match memo of o, at position j of the last snapshot,
@@ -267,11 +230,4 @@ func (r *incremental) realign(i int) {
 	r.memos = grown(r.l.spareMemos, len(r.snap.Procs))
 	r.l.spareMemos = nil
 	copy(r.memos, r.l.memos[:i])
-}
-
-func appendUser(list []*proc.Process, p *proc.Process) []*proc.Process {
-	if p.Kernel {
-		return list
-	}
-	return append(list, p)
 }

@@ -12,7 +12,7 @@ import (
 // the others copied with their new processes, each judged again. The
 // Member of each process by position (r.at) is pointed at the new members.
 // It returns nil when a change turns out to need a full Build after all.
-func (r *incremental) apply(unattributed []*proc.Process) *View {
+func (r *incremental) apply() *View {
 	l, snap, prev := r.l, r.snap, r.prev
 	cgroups := sameStates(snap.Cgroups, l.snap.Cgroups) && sameStates(snap.Freezers, l.snap.Freezers)
 	listeners := sameListeners(snap.Listeners, l.snap.Listeners)
@@ -21,7 +21,7 @@ func (r *incremental) apply(unattributed []*proc.Process) *View {
 		Host:         snap.Hostname,
 		Snapshot:     snap,
 		Sandboxes:    make([]*Sandbox, len(prev.Sandboxes)),
-		Unattributed: unattributed,
+		Unattributed: r.unattributed(),
 		byID:         prev.byID,
 	}
 	// Sandboxes that gained or lost members get their trees laid again;
@@ -185,4 +185,32 @@ func sameListeners(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// unattributed lists the user processes of snap in no sandbox: those
+// that were in none and the newborns that joined none.
+func (r *incremental) unattributed() []*proc.Process {
+	members := r.at
+	if members == nil {
+		members = r.l.members
+	}
+	var list []*proc.Process
+	joins := r.joins // in pid order, as the walk found them
+	for i, p := range r.snap.Procs {
+		if len(joins) > 0 && joins[0].pos == i {
+			joins = joins[1:]
+			continue
+		}
+		if members[i] == nil {
+			list = appendUser(list, p)
+		}
+	}
+	return list
+}
+
+func appendUser(list []*proc.Process, p *proc.Process) []*proc.Process {
+	if p.Kernel {
+		return list
+	}
+	return append(list, p)
 }

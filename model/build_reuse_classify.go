@@ -16,6 +16,89 @@ const (
 	joins                      // joins a sandbox as a leaf
 )
 
+// classify decides what each difference compare found does to the
+// attribution, recording the members that changed (change), joined (joins)
+// or left (gone) and the sandboxes to judge again (mark). It reports false
+// when a difference needs a full Build.
+func (r *incremental) classify(d differences) bool {
+	l, olds, news := r.l, r.l.snap.Procs, r.snap.Procs
+	for _, t := range d.ticked {
+		r.change(l.members[t.j], news[t.i])
+	}
+	for _, i := range d.born {
+		switch kind, jn := r.classifyNew(news[i]); kind {
+		case outside:
+		case joins:
+			jn.pos, jn.p = i, news[i]
+			r.joins = append(r.joins, jn)
+			r.mark(jn.sb)
+		default:
+			return false
+		}
+	}
+	for _, j := range d.gone {
+		if m := l.members[j]; m != nil {
+			if !r.removable(m) {
+				return false
+			}
+			r.gone = append(r.gone, m)
+			r.mark(m.sb)
+		} else if l.relevantOld(r.snap, olds[j]) {
+			return false
+		}
+	}
+	for _, t := range d.reshaped {
+		n, o, m := news[t.i], olds[t.j], l.members[t.j]
+		switch {
+		case m != nil && r.reExec(m, n, o):
+			r.change(m, n)
+			r.execs++
+		case m != nil || l.relevantOld(r.snap, o):
+			return false
+		default:
+			if kind, _ := r.classifyNew(n); kind != outside {
+				return false
+			}
+		}
+	}
+	return r.membersAgree() && !r.touchesConflict()
+}
+
+func (r *incremental) mark(sb int32) {
+	if r.dirty == nil {
+		r.dirty = make([]bool, len(r.prev.Sandboxes))
+	}
+	r.dirty[sb] = true
+}
+
+// touchesConflict reports whether a member born, gone or changed is in a
+// sandbox with a conflict: whether a claim is contradicted (rule 1c)
+// depends on every other claimant of it, which only a full Build weighs.
+func (r *incremental) touchesConflict() bool {
+	for i, d := range r.dirty {
+		if d && len(r.prev.Sandboxes[i].Conflicts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *incremental) change(m *Member, p *proc.Process) {
+	if r.changed == nil {
+		r.changed = map[*Member]*proc.Process{}
+	}
+	r.changed[m] = p
+	r.mark(m.sb)
+}
+
+// now returns m's process in the new snapshot (m must not be gone).
+func (r *incremental) now(m *Member) *proc.Process {
+	if p := r.changed[m]; p != nil {
+		return p
+	}
+	return m.Process
+}
+
 // classifyNew decides what a process that is new, or changed, does to the
 // attribution: nothing (outside), joins a sandbox as a leaf that changes
 // nothing else about it (joins), or something only a full Build can work
@@ -373,20 +456,6 @@ func under(path string, dirs map[string]struct{}) bool {
 		path = path[:i]
 	}
 	return false
-}
-
-// sameShape reports whether a and b agree on everything attribution reads:
-// they may differ only in CPU, memory, threads and run state.
-func sameShape(a, b *proc.Process) bool {
-	return samePlace(a, b) && alikeProcs(a, b)
-}
-
-// samePlace reports whether a and b are the same identity in the same
-// place: parent, process group, cgroups, kernel thread or not, zombie or
-// not. What rules match on (see matchInputs) may differ.
-func samePlace(a, b *proc.Process) bool {
-	return a.PID == b.PID && a.Start == b.Start && a.PPID == b.PPID && a.PGID == b.PGID &&
-		a.Kernel == b.Kernel && a.Zombie() == b.Zombie() && a.Cgroup == b.Cgroup && a.Freezer == b.Freezer
 }
 
 // treatedSpecially reports whether pid is one Build treats specially whatever it

@@ -148,3 +148,17 @@ func (m *needsMemo) needs(rules Rules, p *proc.Process) proc.Fields {
 	m.mu.Unlock()
 	return need
 }
+
+// sameShape reports whether a and b agree on everything attribution reads:
+// they may differ only in CPU, memory, threads and run state.
+func sameShape(a, b *proc.Process) bool {
+	return samePlace(a, b) && alikeProcs(a, b)
+}
+
+// samePlace reports whether a and b are the same identity in the same
+// place: parent, process group, cgroups, kernel thread or not, zombie or
+// not. What rules match on (see matchInputs) may differ.
+func samePlace(a, b *proc.Process) bool {
+	return a.PID == b.PID && a.Start == b.Start && a.PPID == b.PPID && a.PGID == b.PGID &&
+		a.Kernel == b.Kernel && a.Zombie() == b.Zombie() && a.Cgroup == b.Cgroup && a.Freezer == b.Freezer
+}
