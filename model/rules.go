@@ -41,8 +41,11 @@ type RuleError struct {
 
 func (e *RuleError) Error() string {
 	var b strings.Builder
-	if e.File != "" {
+	switch {
+	case e.File != "" && e.Line > 0:
 		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		b.WriteString(e.File + ": ")
 	}
 	if e.Rule != "" {
 		b.WriteString(e.Rule + ": ")
@@ -67,8 +70,15 @@ var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "
 // ParseRules parses a rules file of [[rule]] tables. It reports every
 // problem it finds, each as a *RuleError on its own line naming the file,
 // the line and the key. Each rule's Source is "filename:line" of its
-// [[rule]] header.
+// [[rule]] header. A file beyond the limits (rules_limits.go) is refused
+// with the limit it exceeds.
 func ParseRules(data []byte, filename string) (Rules, error) {
+	if len(data) > MaxRulesFileBytes {
+		return nil, &RuleError{File: filename, Err: fmt.Errorf("%w: the file is larger than %d bytes (1 MiB), the limit", errTooBig, MaxRulesFileBytes)}
+	}
+	if line := nestingProblem(data); line > 0 {
+		return nil, &RuleError{File: filename, Line: line, Err: fmt.Errorf("%w: arrays and tables nest more than %d deep", errTooBig, maxNesting)}
+	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		var pe toml.ParseError
@@ -104,6 +114,9 @@ func ParseRules(data []byte, filename string) (Rules, error) {
 		// Rules written as an inline array: locate everything at "rule =".
 		p.lay.rules = nil
 	}
+	if len(raws) > MaxRules {
+		return nil, &RuleError{File: filename, Line: p.lay.ruleLine(MaxRules), Err: fmt.Errorf("%w: the file has %d rules; the limit is %d", errTooBig, len(raws), MaxRules)}
+	}
 	var rules Rules
 	for i, raw := range raws {
 		rules = append(rules, p.rule(i, raw))
@@ -123,6 +136,29 @@ type parser struct {
 	file string
 	lay  tomlLayout
 	errs []*RuleError
+	// insts counts the instructions of the regexes compiled so far,
+	// against MaxRulesInsts.
+	insts int
+}
+
+// errReported is a problem already reported elsewhere: the key it stops
+// is unusable, but not worth another line.
+var errReported = errors.New("reported")
+
+// compile compiles one of a rule's regexes within the limits of one
+// pattern and of the whole file.
+func (p *parser) compile(s string) (*regexp.Regexp, error) {
+	re, n, err := compilePattern(s)
+	if err != nil {
+		return nil, err
+	}
+	if p.insts += n; p.insts > MaxRulesInsts {
+		if p.insts-n > MaxRulesInsts {
+			return nil, errReported // once is enough
+		}
+		return nil, fmt.Errorf("%w: the file's regexes compile to more than %d instructions together, the limit", errTooBig, MaxRulesInsts)
+	}
+	return re, nil
 }
 
 func (p *parser) fail(line int, rule, key string, err error) {
@@ -151,8 +187,11 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 			fail(key, errors.New("empty regex: it would match anything"))
 			return nil
 		}
-		re, err := regexp.Compile(s)
-		if err != nil {
+		re, err := p.compile(s)
+		switch {
+		case errors.Is(err, errReported):
+			bad[key] = true
+		case err != nil:
 			fail(key, err)
 		}
 		return re
@@ -229,8 +268,8 @@ func (p *parser) supervisor(v any, fail func(string, error)) Supervisor {
 				fail("supervisor.ancestor", errors.New("empty regex: it would match anything"))
 				continue
 			}
-			re, err := regexp.Compile(src)
-			if err != nil {
+			re, err := p.compile(src)
+			if err != nil && !errors.Is(err, errReported) {
 				fail("supervisor.ancestor", err)
 			}
 			s.Ancestor = re
@@ -260,8 +299,16 @@ func str(raw map[string]any, key string, fail func(string, error)) (string, bool
 	if !ok {
 		fail(key, wrongType("a string", v))
 	}
+	if ok && len(s) > MaxValueBytes && !patternKeys[key] {
+		fail(key, fmt.Errorf("%w: the value is %d bytes; the limit is %d", errTooBig, len(s), MaxValueBytes))
+		return "", false
+	}
 	return s, ok
 }
+
+// patternKeys are the keys that hold a regex, whose limits compilePattern
+// checks.
+var patternKeys = map[string]bool{"exe": true, "comm": true, "argv": true, "exclude_argv": true, "cgroup": true, "cwd": true}
 
 func boolean(raw map[string]any, key string, fail func(string, error)) bool {
 	b, ok := raw[key].(bool)
@@ -277,11 +324,19 @@ func strs(raw map[string]any, key string, fail func(string, error)) []string {
 		fail(key, wrongType("an array of strings", raw[key]))
 		return nil
 	}
+	if len(arr) > MaxListItems {
+		fail(key, fmt.Errorf("%w: the list has %d items; the limit is %d", errTooBig, len(arr), MaxListItems))
+		return nil
+	}
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
 		s, ok := e.(string)
 		if !ok {
 			fail(key, wrongType("an array of strings", e))
+			return nil
+		}
+		if len(s) > MaxValueBytes {
+			fail(key, fmt.Errorf("%w: an item is %d bytes; the limit is %d", errTooBig, len(s), MaxValueBytes))
 			return nil
 		}
 		out = append(out, s)

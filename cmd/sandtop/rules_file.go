@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,8 +69,10 @@ func readRules(explicit string, skipped func(path string, err error)) (string, [
 }
 
 // readRulesFile reads one rules file; a directory is an error that says so.
+// It reads no more than one byte past model.MaxRulesFileBytes, which is
+// enough for ParseRules to refuse a file beyond it.
 func readRulesFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readAtMost(path, model.MaxRulesFileBytes+1)
 	if errors.Is(err, syscall.EISDIR) {
 		err = fmt.Errorf("%s is a directory", path)
 	}
@@ -77,6 +80,16 @@ func readRulesFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("rules file: %w", err)
 	}
 	return data, nil
+}
+
+// readAtMost reads the first max bytes of a file.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // loadRulesFile reads and parses one rules file.

@@ -190,3 +190,27 @@ func TestUnreadableHomeRules(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesFileOverLimit: a rules file beyond the size limit is refused
+// with exit 2 by every command that reads it (rules --check: 1, its
+// "not valid"), naming the file and the limit, without reading it whole:
+// /dev/zero never ends.
+func TestRulesFileOverLimit(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.toml")
+	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", 600_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"list", "--rules", big}, exitUsage},
+		{[]string{"list", "--rules", "/dev/zero"}, exitUsage},
+		{[]string{"rules", "--check", big}, exitFailure},
+	} {
+		code, _, errOut := sandtop(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.args[2]+": over the limit: the file is larger than 1048576 bytes (1 MiB), the limit") {
+			t.Errorf("%v: exit %d, want %d and the limit named:\n%s", c.args, code, c.code, errOut)
+		}
+	}
+}
