@@ -96,30 +96,42 @@ func (idx cgroupIndex) under(dir string) iter.Seq[*proc.Process] {
 	}
 }
 
-// dedicated returns the cgroup that belongs to sb alone, or "". The
-// candidate is the deepest cgroup holding the members whose cgroup names
-// the sandbox (a container's scope, while its shim lives in containerd's
-// cgroup) when that is narrower than the deepest cgroup holding every
-// member, and otherwise the latter. A candidate is dedicated when nothing
-// in it (or below) belongs to another sandbox or is a process sandtop must
-// never touch, and when every other process in it either is already a member or
-// can be claimed: a cgroup claims its strays when it names the sandbox (a
-// rule's cgroup matcher recognised it, or the ID is part of the path).
-// Without that evidence a stray is a bystander sharing the cgroup, and
-// cgroup.kill there would kill it.
+// dedicated returns the cgroup that belongs to sb alone, or "". A dedicated
+// cgroup must be provably the sandbox's: its path names the sandbox (the
+// ID as a component or token, or a cgroup rule of the sandbox's runtime
+// recognises this very sandbox there), and a systemd slice only by a
+// rule's layout (a pod's slice), never by a token. The candidates, the
+// first provable one that nothing foreign lives in winning:
+//   - the deepest cgroup holding every member, when every member's
+//     cgroup names the sandbox or it does itself;
+//   - otherwise the deepest cgroup holding the members whose cgroup names
+//     the sandbox (a container's scope, while its shim lives in
+//     containerd's cgroup);
+//   - the deepest cgroup holding the members whose cgroup a rule's layout
+//     recognises: podman's libpod-<id>.scope (with crun
+//     libpod-<id>.scope/container) while conmon sits beside it in
+//     libpod-conmon-<id>.scope, which names the ID too; the two have only
+//     machine.slice in common, which holds every machine.
 //
-// Both cgroups are added to asked: what lives in them decides the answer,
-// so a later change there rules out reuse.
+// A candidate is dedicated when nothing in it (or below) belongs to
+// another sandbox or is a process sandtop must never touch; any other
+// process in it is a stray the cgroup claims, as it names the sandbox.
+// A cgroup that holds only this sandbox's processes at this moment but does
+// not name it (a shared parent, a slice, the caller's service) is never
+// dedicated: cgroup.kill there would kill whatever else starts in it.
+//
+// Every candidate is added to asked: what lives in them decides the
+// answer, so a later change there rules out reuse.
 func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{}, path func(*proc.Process) string) string {
-	var all, named string
+	var all, named, laid string
 	// The members of a sandbox share a handful of cgroups, and claims runs
 	// the rules' cgroup regexps: ask it once per distinct path (asked per
 	// member, it was a third of Build at 1,000 processes).
-	type claim struct {
-		dir string
-		ok  bool
+	type memo struct {
+		dir   string
+		claim claim
 	}
-	var memo []claim
+	var memos []memo
 	for _, p := range w.procs[sb] {
 		c := path(p)
 		// A zombie has already left its cgroup (the kernel unlinks it in
@@ -129,31 +141,36 @@ func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{
 			continue
 		}
 		all = commonCgroup(all, c)
-		i := slices.IndexFunc(memo, func(m claim) bool { return m.dir == c })
+		i := slices.IndexFunc(memos, func(m memo) bool { return m.dir == c })
 		if i < 0 {
-			memo = append(memo, claim{c, w.claims(sb, c)})
-			i = len(memo) - 1
+			memos = append(memos, memo{c, w.claims(sb, c)})
+			i = len(memos) - 1
 		}
-		if memo[i].ok {
+		if memos[i].claim >= claimByName {
 			named = commonCgroup(named, c)
 		}
+		if memos[i].claim == claimByLayout {
+			laid = commonCgroup(laid, c)
+		}
 	}
-	cands := []string{all, named}
-	if named != "" && named != all {
+	var cands []string
+	if named == "" || named == all {
+		cands = append(cands, all)
+	} else {
 		// Some members sit in a cgroup that names the sandbox and the
 		// common one of them all does not: that common cgroup is a parent
 		// the runtime shares between its sandboxes (podman's
 		// libpod_parent, holding conmon and libpod-<id>), however empty of
-		// others it is at this moment. Only the named one is the
-		// sandbox's; the parent is still asked, so that reuse notices what
-		// lives there.
+		// others it is at this moment. It is still asked, so that reuse
+		// notices what lives there.
 		asked[all] = struct{}{}
-		cands = []string{named}
 	}
-	for _, cand := range cands {
-		if cand != "" && cand != "/" {
-			asked[cand] = struct{}{}
+	cands = append(cands, named, laid)
+	for i, cand := range cands {
+		if cand == "" || cand == "/" || slices.Contains(cands[:i], cand) {
+			continue
 		}
+		asked[cand] = struct{}{}
 		if w.owns(sb, idx, cand) {
 			return cand
 		}
@@ -161,12 +178,18 @@ func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{
 	return ""
 }
 
-// owns reports whether cand may be treated as sb's own cgroup.
+// owns reports whether cand may be treated as sb's own cgroup: it names sb
+// and nothing of another sandbox, and nothing sandtop must never touch,
+// lives in it or below. A pool slot names no sandbox: it is sb's only
+// while every process in it is sb's, since a stray there may be anyone's.
 func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
 	if cand == "" || cand == "/" {
 		return false
 	}
-	claims := w.claims(sb, cand)
+	claim := w.claims(sb, cand)
+	if claim == claimNone {
+		return false
+	}
 	for p := range idx.under(cand) {
 		if p.Zombie() {
 			continue // gone from the cgroup already: cgroup.kill cannot reach it
@@ -176,21 +199,35 @@ func (w *build) owns(sb *Sandbox, idx cgroupIndex, cand string) bool {
 		}
 		switch owner := w.ownerOf(p.PID); {
 		case owner == sb:
-		case owner != nil:
-			return false
-		case !claims:
+		case owner != nil, claim == claimBySlot:
 			return false
 		}
 	}
 	return true
 }
 
-// claims reports whether dir names sb: a cgroup matcher of a rule that
-// matched sb recognises it, or sb's ID is part of one of its components.
-// Answers are remembered across builds (the regexps were a tenth of a
-// steady Build), except by a one-off Build, which has no next one (and
-// asks each question about once: see dedicated).
-func (w *build) claims(sb *Sandbox, dir string) bool {
+// claim is how a cgroup path names a sandbox.
+type claim uint8
+
+const (
+	claimNone claim = iota
+	// claimBySlot: a rule's own_cgroup recognises the path as a cgroup its
+	// runtime gives one sandbox at a time (a pool slot), named by no ID.
+	claimBySlot
+	// claimByName: the sandbox's ID (with its namespace) is part of the
+	// path.
+	claimByName
+	// claimByLayout: a cgroup rule of the sandbox's runtime recognises this
+	// very sandbox in the path, a layout a preset (or the user's rule)
+	// knows.
+	claimByLayout
+)
+
+// claims says how dir names sb (see claimedBy). Answers are remembered
+// across builds (the regexps were a tenth of a steady Build), except by a
+// one-off Build, which has no next one (and asks each question about once:
+// see dedicated).
+func (w *build) claims(sb *Sandbox, dir string) claim {
 	if w.matchInputs != nil {
 		return w.claimsUncached(sb, dir)
 	}
@@ -204,36 +241,47 @@ func (w *build) claims(sb *Sandbox, dir string) bool {
 	}
 	if c := w.claimed[key]; c != nil {
 		c.gen = w.gen
-		return c.ok
+		return c.claim
 	}
-	ok := w.claimsUncached(sb, dir)
-	w.claimed[key] = &claimMemo{ok: ok, gen: w.gen}
-	return ok
+	c := w.claimsUncached(sb, dir)
+	w.claimed[key] = &claimMemo{claim: c, gen: w.gen}
+	return c
 }
 
-func (w *build) claimsUncached(sb *Sandbox, dir string) bool { return claimedBy(w.rules[sb], sb, dir) }
+func (w *build) claimsUncached(sb *Sandbox, dir string) claim { return claimedBy(w.rules[sb], sb, dir) }
 
 // Names reports whether the cgroup path dir provably belongs to the
 // sandbox, by the evidence a dedicated cgroup is judged by: a cgroup
 // matcher of one of its rules recognises this very sandbox in it, or its
 // ID (with its namespace) is part of the path. A process in such a cgroup
 // started inside the sandbox, wherever its ancestry now leads.
-func (s *Sandbox) Names(dir string) bool { return claimedBy(s.rules, s, dir) }
+func (s *Sandbox) Names(dir string) bool { return claimedBy(s.rules, s, dir) >= claimByName }
 
-func claimedBy(rules []*Rule, sb *Sandbox, dir string) bool {
+// claimedBy says how dir names sb. A rule's cgroup matcher must capture
+// this very sandbox's ID there, not merely match a path of its shape
+// (another container's /docker/<id>, or any path below a prefix). A
+// systemd slice holds units of its own: only a layout names one (a
+// Kubernetes pod's slice), never a token that happens to be the ID.
+func claimedBy(rules []*Rule, sb *Sandbox, dir string) claim {
 	for _, r := range rules {
 		if r.Cgroup == nil || !r.Cgroup.MatchString(dir) {
 			continue
 		}
-		// The rule must see this very sandbox in the path, not merely a
-		// path of its shape (another container's /docker/<id>).
 		c := captures{}
 		c.add(ByCgroup, r.Cgroup, dir)
-		if c.id == "" || r.IDTransform.Apply(c.id) == sb.ID && (c.vars["ns"] == "" || c.vars["ns"] == sb.Namespace) {
-			return true
+		if c.id != "" && r.IDTransform.Apply(c.id) == sb.ID && (c.vars["ns"] == "" || c.vars["ns"] == sb.Namespace) {
+			return claimByLayout
 		}
 	}
-	return namesInPath(dir, sb.Namespace, sb.ID)
+	if !strings.HasSuffix(dir, ".slice") && namesInPath(dir, sb.Namespace, sb.ID) {
+		return claimByName
+	}
+	for _, r := range rules {
+		if r.OwnCgroup != nil && r.OwnCgroup.MatchString(dir) {
+			return claimBySlot
+		}
+	}
+	return claimNone
 }
 
 // namesInPath reports whether a cgroup path names the sandbox: its

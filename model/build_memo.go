@@ -77,8 +77,8 @@ type claimKey struct {
 }
 
 type claimMemo struct {
-	ok  bool
-	gen uint64
+	claim claim
+	gen   uint64
 }
 
 // prematch matches every process of a one-off Build before grouping

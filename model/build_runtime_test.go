@@ -242,3 +242,69 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 		t.Errorf("conmon-less podman: cgroup-only %v cgroup %q", pod.CgroupOnly, pod.Cgroup)
 	}
 }
+
+// TestDedicatedCgroupNamesTheSandbox: a dedicated cgroup is provably the
+// sandbox's (its path names it, or a preset's layout recognises it), never a
+// parent or slice that merely holds nothing else at this moment. Podman
+// rootful from a login shell (systemd manager, as the Debian 12 test host
+// showed): conmon in machine.slice/libpod-conmon-<id>.scope, the container in
+// machine.slice/libpod-<id>.scope (crun: …/libpod-<id>.scope/container). Both
+// scopes carry the ID; the only cgroup holding both is machine.slice, which
+// holds every machine of the host.
+func TestDedicatedCgroupNamesTheSandbox(t *testing.T) {
+	id := "5be1c0a06b5d4aa32b98a3b64ac54b87f4c2f4e3d8e35e7a1c77a58a39a8e2d1"
+	other := "77aa0a06b5d4aa32b98a3b64ac54b87f4c2f4e3d8e35e7a1c77a58a39a8e2d1"
+	conmon := func(pid int, id string) *proc.Process {
+		return pr(pid, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id+" -r /usr/bin/runc -n web", cgroup("/machine.slice/libpod-conmon-"+id+".scope"))
+	}
+	scope := "/machine.slice/libpod-" + id + ".scope"
+	for _, tc := range []struct {
+		name  string
+		procs []*proc.Process
+		want  string
+		pids  []int
+	}{
+		{"runc, the only machine", []*proc.Process{
+			conmon(600, id),
+			pr(601, 600, "httpd", cgroup(scope), nspid(1)),
+		}, scope, []int{600, 601}},
+		{"crun's container sub-cgroup", []*proc.Process{
+			conmon(600, id),
+			pr(601, 600, "httpd", cgroup(scope+"/container"), nspid(1)),
+			pr(602, 601, "httpd", cgroup(scope+"/container"), nspid(2)),
+		}, scope + "/container", []int{600, 601, 602}},
+		{"beside another machine", []*proc.Process{
+			conmon(600, id),
+			pr(601, 600, "httpd", cgroup(scope), nspid(1)),
+			conmon(700, other),
+			pr(701, 700, "httpd", cgroup("/machine.slice/libpod-"+other+".scope"), nspid(1)),
+		}, scope, []int{600, 601}},
+		{"conmon in the caller's service (podman run from a unit)", []*proc.Process{
+			pr(600, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id+" -r /usr/bin/runc -n web", cgroup("/system.slice/run-u7.service")),
+			pr(601, 600, "httpd", cgroup(scope), nspid(1)),
+		}, scope, []int{600, 601}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := one(t, Build(snap(tc.procs...), Presets(), nil), id)
+			if sb.Runtime != "podman" || sb.Cgroup != tc.want {
+				t.Errorf("runtime %q cgroup %q, want podman in %s", sb.Runtime, sb.Cgroup, tc.want)
+			}
+			wantPIDs(t, sb, tc.pids...)
+		})
+	}
+
+	// A sandbox alone in cgroups that do not name it has none of its own:
+	// the caller's service, a slice, a pool directory hold it only now.
+	for _, dir := range []string{"/system.slice/vmrunner.service", "/machine.slice", "/pool/3"} {
+		t.Run("alone in "+dir, func(t *testing.T) {
+			s := snap(
+				pr(800, 1, "systemd-nspawn -q -D /srv/m -M box1 --register=no --keep-unit /bin/sh", cgroup(dir)),
+				pr(801, 800, "sh", cgroup(dir+"/payload"), nspid(1)),
+			)
+			sb := one(t, Build(s, Presets(), nil), "box1")
+			if sb.Cgroup != "" {
+				t.Errorf("dedicated cgroup %q, want none: %s does not name box1", sb.Cgroup, dir)
+			}
+		})
+	}
+}

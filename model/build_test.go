@@ -84,7 +84,7 @@ var (
 		Argv:    regexp.MustCompile(`^halfexp (?P<id>\S+)(?: base=(?P<base>\S+))?`),
 		Cleanup: []string{"{base}/x/{id}", "/run/half/{id}"},
 	}
-	podRule    = &Rule{Name: "pod", Cgroup: regexp.MustCompile(`(^|/)pod(?P<id>[0-9a-f-]+)/`)}
+	podRule    = &Rule{Name: "pod", Cgroup: regexp.MustCompile(`(^|/)pod(?P<id>[0-9a-f-]+)(?:/|$)`)}
 	boxRule    = &Rule{Name: "box", Cgroup: regexp.MustCompile(`(^|/)box/(?P<id>[A-Za-z0-9_-]+)$`)}
 	dockerRule = &Rule{Name: "docker", Cgroup: regexp.MustCompile(`(^|/)docker-(?P<id>[0-9a-f]{64})\.scope$`)}
 	argRule    = &Rule{Name: "sim", Argv: regexp.MustCompile(`^sim --sandbox (?P<id>\S+)`)}
@@ -234,16 +234,16 @@ func TestBuild(t *testing.T) {
 			name: "a zombie's cgroup does not spoil the live members' dedicated freezer",
 			snap: func() *proc.Snapshot {
 				s := snap(
-					pr(450, 1, "sim --sandbox zombie-freezer", freezer("/pool/1")),
+					pr(450, 1, "sim --sandbox zombie-freezer", freezer("/pool/zombie-freezer")),
 					pr(451, 450, "", state('Z'), freezer("/")),
 				)
-				s.Freezers["/pool/1"] = proc.CgroupState{Frozen: true, Exists: true}
+				s.Freezers["/pool/zombie-freezer"] = proc.CgroupState{Frozen: true, Exists: true}
 				return s
 			}(),
 			check: func(t *testing.T, v *View) {
 				sb := one(t, v, "zombie-freezer")
-				if sb.Freezer != "/pool/1" || !sb.Frozen {
-					t.Errorf("freezer %q frozen %v, want dedicated /pool/1, frozen", sb.Freezer, sb.Frozen)
+				if sb.Freezer != "/pool/zombie-freezer" || !sb.Frozen {
+					t.Errorf("freezer %q frozen %v, want dedicated /pool/zombie-freezer, frozen", sb.Freezer, sb.Frozen)
 				}
 			},
 		},

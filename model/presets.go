@@ -159,8 +159,9 @@ var presets = sync.OnceValue(func() Rules {
 			NamespaceFlag: "-namespace",
 			ExcludeArgv:   re(shimHelper),
 			Supervisor:    containerd,
+			OwnCgroup:     re(`(?:^|/)cube_sandbox(?:_v2)?/sandbox/(?:numa[0-9]+/)?[0-9]+$`),
 			Guest:         true,
-			Doc:           "CubeSandbox shim with the hypervisor in-process (containerd-shim-cube-rs -namespace <ns> -id <sandbox> -address <cubelet socket>): TencentCloud/CubeSandbox CubeShim/shim/src/service/srv.rs (containerd_shim spawn), Cubelet/services/cubebox/local.go",
+			Doc:           "CubeSandbox shim with the hypervisor in-process (containerd-shim-cube-rs -namespace <ns> -id <sandbox> -address <cubelet socket>): TencentCloud/CubeSandbox CubeShim/shim/src/service/srv.rs (containerd_shim spawn), Cubelet/services/cubebox/local.go; each sandbox gets a slot of Cubelet's reusable cgroup pool, cube_sandbox/sandbox/<n> (v1) or cube_sandbox_v2/sandbox/numa<N>/<n> (v2), one sandbox at a time: Cubelet/plugins/cube/internals/cgroup/handle/interface.go (DefaultPathPoolV1, DefaultPathPoolV2)",
 		},
 		{
 			Name:          "kata",

@@ -27,6 +27,12 @@ type Rule struct {
 	// Cgroup is matched against the cgroup v2 path (the v1 freezer path on
 	// hosts where the process has no v2 cgroup).
 	Cgroup *regexp.Regexp
+	// OwnCgroup recognises, in a whole cgroup path, a cgroup the runtime
+	// gives one sandbox at a time although its path names no ID
+	// (CubeSandbox's numbered pool slots): a layout the rule knows, which
+	// lets that cgroup be the sandbox's dedicated one. It does not take
+	// part in matching a process.
+	OwnCgroup *regexp.Regexp
 	// Cwd is matched against the process's working directory.
 	Cwd *regexp.Regexp
 	// IDTransform rewrites the captured ID into the runtime's own spelling

@@ -64,7 +64,7 @@ func (e *RuleError) Unwrap() error { return e.Err }
 // documentation's tests read.
 func RuleKeys() []string { return slices.Clone(ruleKeys) }
 
-var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "cwd",
+var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "own_cgroup", "cwd",
 	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "supervisor", "cleanup", "leftovers", "reconcile"}
 
 // ParseRules parses a rules file of [[rule]] tables. It reports every
@@ -210,6 +210,8 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 			r.ExcludeArgv = regex(key)
 		case "cgroup":
 			r.Cgroup = regex(key)
+		case "own_cgroup":
+			r.OwnCgroup = regex(key)
 		case "cwd":
 			r.Cwd = regex(key)
 		case "flag":

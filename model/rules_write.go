@@ -18,6 +18,7 @@ type ruleTOML struct {
 	ExcludeArgv        string          `toml:"exclude_argv,omitempty"`
 	Flag               string          `toml:"flag,omitempty"`
 	Cgroup             string          `toml:"cgroup,omitempty"`
+	OwnCgroup          string          `toml:"own_cgroup,omitempty"`
 	Cwd                string          `toml:"cwd,omitempty"`
 	NamespaceFlag      string          `toml:"namespace_flag,omitempty"`
 	NestedPIDNamespace bool            `toml:"nested_pid_namespace,omitempty"`
@@ -51,6 +52,7 @@ func (r *Rule) toTOML() ruleTOML {
 		ExcludeArgv:        reString(r.ExcludeArgv),
 		Flag:               r.Flag,
 		Cgroup:             reString(r.Cgroup),
+		OwnCgroup:          reString(r.OwnCgroup),
 		Cwd:                reString(r.Cwd),
 		NamespaceFlag:      r.NamespaceFlag,
 		NestedPIDNamespace: r.NestedPIDNamespace,

@@ -99,7 +99,7 @@ func (p *Plan) Facts() Facts {
 	case p.Sandbox == nil:
 		f.Cgroup = "none: a process subtree owns no cgroup; SIGSTOP the tree, then SIGKILL each process"
 	case root.Cgroup != "":
-		f.Cgroup = "none dedicated (" + root.Cgroup + " is shared): SIGSTOP the tree, then SIGKILL each process"
+		f.Cgroup = "none dedicated (" + root.Cgroup + " is not the sandbox's own): SIGSTOP the tree, then SIGKILL each process"
 	default:
 		f.Cgroup = "none dedicated: SIGSTOP the tree, then SIGKILL each process"
 	}

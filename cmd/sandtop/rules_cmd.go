@@ -34,6 +34,9 @@ matcher captured it, or the value of flag.
   exclude_argv  the rule does not match when this regex matches argv
   flag          the ID is this flag's value: "--id X" or "--id=X"
   cgroup        regex on the cgroup v2 path (the v1 freezer path without v2)
+  own_cgroup    regex on a whole cgroup path the runtime gives one sandbox
+                at a time though it names no ID (a pool slot): it may be
+                the sandbox's dedicated cgroup while nothing else is in it
   cwd           regex on the working directory
   id_transform  "underscore-to-dash" or "systemd-unescape", applied to the ID
   namespace_flag  the runtime's namespace is this flag's value (or a

@@ -10,9 +10,20 @@ import "path/filepath"
 // -p <pidfile> -n <name> … --exit-command /usr/bin/podman … container
 // cleanup <id>` (containers/podman libpod/oci_conmon_linux.go); the
 // container's processes are its children in libpod_parent/libpod-<id>.
+//
+// With SystemdCgroups it is laid out as podman 4.3 with the systemd manager
+// and crun left it from a login shell on the Debian 12 test host: conmon in
+// machine.slice/libpod-conmon-<id>.scope, the container in
+// machine.slice/libpod-<id>.scope/container (crun's sub-cgroup), and
+// machine.slice shared by every machine.
 func (b *builder) podman(bp *boxPlan) error {
 	id := bp.m.ID
 	conmonCg, err := b.sharedCgroup("libpod_parent/conmon")
+	container := "libpod_parent/libpod-" + id
+	if bp.m.Spec.SystemdCgroups {
+		conmonCg, err = b.boxCgroup(bp, "machine.slice/libpod-conmon-"+id+".scope")
+		container = "machine.slice/libpod-" + id + ".scope/container"
+	}
 	if err != nil {
 		return err
 	}
@@ -43,6 +54,6 @@ func (b *builder) podman(bp *boxPlan) error {
 	conmon := b.node("conmon", argv...)
 	conmon.Dir, conmon.Cgroups, conmon.Setsid = userdata, conmonCg, true
 	bp.root, bp.main = conmon, conmon
-	return b.runcContainer(bp, conmon, "libpod_parent/libpod-"+id,
+	return b.runcContainer(bp, conmon, container,
 		b.node("app", "/bin/sh", "-c", "exec httpd -f"))
 }

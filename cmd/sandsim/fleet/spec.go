@@ -75,8 +75,13 @@ type SandboxSpec struct {
 	// Detached applies to boxlite: a detached box's outer bwrap is a child
 	// of the fleet owner (PPID 1 on a real host); otherwise it is a child of
 	// a `boxlite` CLI process and carries --die-with-parent.
-	Detached bool  `json:"detached,omitempty"`
-	Pause    Pause `json:"pause,omitempty"`
+	Detached bool `json:"detached,omitempty"`
+	// SystemdCgroups applies to podman: the layout podman's systemd cgroup
+	// manager gives a container run from a login shell, conmon in a scope
+	// of its own next to the container's (see runtime_podman.go), instead
+	// of the cgroupfs manager's libpod_parent.
+	SystemdCgroups bool  `json:"systemd_cgroups,omitempty"`
+	Pause          Pause `json:"pause,omitempty"`
 	// Bare leaves out the named workload processes (pause, app) of the
 	// container runtimes, so a bulk sandbox costs one Go process plus its
 	// leaves.
@@ -164,6 +169,9 @@ func (s Spec) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: duplicate id %q", where, sb.ID))
 			}
 			ids[sb.ID] = true
+		}
+		if sb.SystemdCgroups && sb.Runtime != Podman {
+			errs = append(errs, fmt.Errorf("%s: systemd_cgroups applies to podman only", where))
 		}
 		switch sb.Pause {
 		case NotPaused, PauseFreeze, PauseFreezerV1, PauseStop:
