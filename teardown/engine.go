@@ -192,7 +192,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	done := Event{Step: StepDone, Status: status, Detail: detail, Totals: &t}
 	if len(p.Reconcile) > 0 {
 		done.Reconcile = p.Reconcile
-		done.Detail += "; " + p.Runtime + " still counts it as running until told: run " + ShellQuote(p.Reconcile)
+		done.Detail += "; " + p.Runtime + " still counts it as running until told: run " + p.reconcileCommand()
 	}
 	r.event(done)
 	return t

@@ -57,6 +57,9 @@ type Plan struct {
 	// kill (from the sandbox's rule, never from a process's argv): the
 	// done step prints it, and RunReconcile runs it.
 	Reconcile []string
+	// ReconcileAs is the uid Reconcile runs as, nil for sandtop's own
+	// (see reconcileOwner).
+	ReconcileAs *int
 	// Leftovers is what a sandbox with no process left still holds: the
 	// plan of such a sandbox signals nothing and removes these (the ones
 	// with a Keep reason are reported, not removed).
@@ -162,6 +165,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		p.CleanupRefused = slices.Clone(sb.CleanupRefused)
 	}
 	p.Reconcile = slices.Clone(sb.Reconcile)
+	p.ReconcileAs = reconcileOwner(sb)
 	// Pre-order reversed puts every process after all of its descendants.
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(sb.Members[i]))

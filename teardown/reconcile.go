@@ -35,9 +35,12 @@ func RunReconcile(ctx context.Context, p *Plan, emit func(Event)) Event {
 	var err error
 	for try := 1; try <= reconcileTries; try++ {
 		cctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
-		out, err = exec.CommandContext(cctx, p.Reconcile[0], p.Reconcile[1:]...).CombinedOutput()
+		cmd := exec.CommandContext(cctx, p.Reconcile[0], p.Reconcile[1:]...)
+		if err = asOwner(cmd, p); err == nil {
+			out, err = cmd.CombinedOutput()
+		}
 		cancel()
-		if err == nil || ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) || cmd.Process == nil {
 			break
 		}
 	}
@@ -46,12 +49,12 @@ func RunReconcile(ctx context.Context, p *Plan, emit func(Event)) Event {
 	switch {
 	case err != nil:
 		ev.Status = Fail
-		ev.Detail = fmt.Sprintf("%s: %v", ShellQuote(p.Reconcile), err)
+		ev.Detail = fmt.Sprintf("%s: %v", p.reconcileCommand(), err)
 		if msg != "" {
 			ev.Detail += ": " + msg
 		}
 	default:
-		ev.Status, ev.Detail = OK, "ran "+ShellQuote(p.Reconcile)
+		ev.Status, ev.Detail = OK, "ran "+p.reconcileCommand()
 		if msg != "" {
 			ev.Detail += ": " + msg
 		}
