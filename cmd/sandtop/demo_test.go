@@ -24,13 +24,8 @@ import (
 // checks each time that no process, cgroup or directory of the fleet is
 // left.
 func TestDemoLeavesNothingBehind(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds sandtop and runs a fleet")
-	}
+	needTmux(t)
 	proctest.RequireRoot(t) // the demo fleet's cgroups
-	if _, err := exec.LookPath("tmux"); err != nil {
-		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
-	}
 	bin := sandtopBinary(t)
 	for _, end := range []string{"q", "ctrl-c", "sigkill"} {
 		t.Run(end, func(t *testing.T) {

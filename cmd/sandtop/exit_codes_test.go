@@ -141,9 +141,7 @@ func TestExitCodesLive(t *testing.T) {
 		}
 	})
 	t.Run("cancelled at the prompt", func(t *testing.T) {
-		if _, err := exec.LookPath("tmux"); err != nil {
-			t.Skip("needs tmux")
-		}
+		needTmux(t)
 		bin := sandtopBinary(t)
 		dir := t.TempDir()
 		code := filepath.Join(dir, "code")

@@ -142,7 +142,7 @@ func TestKillFinishesWhateverHappensToItsOutput(t *testing.T) {
 // teardown waits out its grace on a member that ignores SIGTERM. sandtop
 // gets SIGHUP; the teardown must still finish and be audited.
 func TestTUIFinishesTeardownWhenTerminalCloses(t *testing.T) {
-	skipUnlessTmuxFleet(t)
+	needTmux(t)
 	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "stubborn", Runtime: fleet.Containerd, IgnoreTERM: true},
 	}}).Manifest()
@@ -261,7 +261,7 @@ type liveScreen struct {
 
 func startLiveScreen(t *testing.T, w, h int) *liveScreen {
 	t.Helper()
-	skipUnlessTmuxFleet(t)
+	needTmux(t)
 	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{{Name: "ctr", Runtime: fleet.Containerd}}}).Manifest()
 	bin := sandtopBinary(t)
 	dir := t.TempDir()
@@ -288,17 +288,5 @@ func (s *liveScreen) noAudit() {
 	s.t.Helper()
 	if _, err := os.Stat(s.audit); !errors.Is(err, os.ErrNotExist) {
 		s.t.Errorf("the audit log was written (%v)", err)
-	}
-}
-
-// skipUnlessTmuxFleet skips a test that builds sandtop and runs it on a
-// fleet in tmux, in -short runs and where tmux is missing.
-func skipUnlessTmuxFleet(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds sandtop and runs a fleet")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("needs tmux")
 	}
 }

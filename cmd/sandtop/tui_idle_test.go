@@ -3,14 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestTUIIdleDoesNotWake runs the live screen in a real terminal (tmux)
@@ -19,12 +16,7 @@ import (
 // renderer woke 60 times a second for its frame ticker). It then checks
 // that a keystroke is still drawn promptly.
 func TestTUIIdleDoesNotWake(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds sandtop")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
-	}
+	needTmux(t)
 	bin := sandtopBinary(t)
 	tm := newTmux(t, t.TempDir())
 	sock, tmux := tm.sock, tm.run

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,13 +18,8 @@ import (
 // runtimes; tab does nothing and is not offered with no pane open;
 // several tagged targets are all listed.
 func TestScreenKeysAt80x24(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds sandtop and runs a fleet")
-	}
+	needTmux(t)
 	proctest.RequireRoot(t) // the demo fleet's cgroups
-	if _, err := exec.LookPath("tmux"); err != nil {
-		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
-	}
 	bin := sandtopBinary(t)
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "manifest.json")

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,12 +21,7 @@ import (
 // says the operator stopped it before SIGKILL (never "still alive after
 // SIGKILL"). With x instead, the grace ends at once and the sandbox dies.
 func TestTUIStopDuringGraceTellsTheTruth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds sandtop and runs a fleet")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		proctest.SkipMissing(t, "needs tmux")
-	}
+	needTmux(t)
 	m := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "stopped", Runtime: fleet.Containerd, IgnoreTERM: true},
 		{Name: "hurried", Runtime: fleet.Containerd, IgnoreTERM: true},

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestNoTestLeavesTmuxSockets: a tmux server named with -L keeps its socket
@@ -20,7 +22,7 @@ func TestNoTestLeavesTmuxSockets(t *testing.T) {
 	more, _ := filepath.Glob(filepath.Join("..", "..", "*", "*", "*_test.go"))
 	named := regexp.MustCompile(`"-L"|"-L" *\+|"-L[^"]*"`)
 	for _, f := range append(files, more...) {
-		if filepath.Base(f) == "tmux_sockets_test.go" {
+		if filepath.Base(f) == "tmux_test.go" {
 			continue
 		}
 		b, err := os.ReadFile(f)
@@ -41,6 +43,19 @@ type tmuxServer struct {
 	t *testing.T
 	// sock is the -S option, as tmux and waitScreen take it.
 	sock string
+}
+
+// needTmux skips a test that drives sandtop in a real terminal (tmux): in
+// -short runs, and where tmux is missing (a failure under make test-all,
+// which installs it).
+func needTmux(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds sandtop and drives it in a real terminal (tmux)")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		proctest.SkipMissing(t, "needs tmux (make test-deps installs it)")
+	}
 }
 
 // newTmux names a tmux server with its socket in dir; the first command
