@@ -79,6 +79,8 @@ func cleanupValueProblem(n, v string, leading bool) error {
 	switch {
 	case v == "":
 		return fmt.Errorf("{%s} has no value", n)
+	case IsRefusedID(v):
+		return fmt.Errorf("%w: {%s} was refused: it is longer than %d bytes", ErrUnsafeCleanup, n, MaxIDBytes)
 	case leading && (!path.IsAbs(v) || path.Clean(v) != v || v == "/"):
 		return fmt.Errorf("%w: {%s} is %q, not an absolute, clean directory other than /", ErrUnsafeCleanup, n, v)
 	case !leading && (v == "." || v == ".." || strings.Contains(v, "/")):

@@ -165,19 +165,22 @@ type LeftoverJSON struct {
 
 // ProcessJSON is one process in a Document.
 type ProcessJSON struct {
-	PID        int       `json:"pid"`
-	PPID       int       `json:"ppid"`
-	PGID       int       `json:"pgid"`
-	SID        int       `json:"sid"`
-	UID        int       `json:"uid"`
-	State      string    `json:"state"`
-	Comm       string    `json:"comm"`
-	Argv       []string  `json:"argv"`
-	StartTime  time.Time `json:"start_time"`
-	StartTicks uint64    `json:"start_ticks"`
-	CPUSeconds float64   `json:"cpu_seconds"`
-	RSSBytes   uint64    `json:"rss_bytes"`
-	Threads    int       `json:"threads"`
+	PID   int      `json:"pid"`
+	PPID  int      `json:"ppid"`
+	PGID  int      `json:"pgid"`
+	SID   int      `json:"sid"`
+	UID   int      `json:"uid"`
+	State string   `json:"state"`
+	Comm  string   `json:"comm"`
+	Argv  []string `json:"argv"`
+	// ArgsTruncated is set when the command line was longer than sandtop
+	// keeps (proc.MaxArgvBytes): argv is its start.
+	ArgsTruncated bool      `json:"args_truncated,omitempty"`
+	StartTime     time.Time `json:"start_time"`
+	StartTicks    uint64    `json:"start_ticks"`
+	CPUSeconds    float64   `json:"cpu_seconds"`
+	RSSBytes      uint64    `json:"rss_bytes"`
+	Threads       int       `json:"threads"`
 	// Escaped is set for a process that left its sandbox's tree (see
 	// model.Member.Escaped).
 	Escaped bool `json:"escaped"`
@@ -425,6 +428,7 @@ func (v *View) processJSON(p *proc.Process) ProcessJSON {
 		State:            string(p.State),
 		Comm:             p.Comm,
 		Argv:             argv,
+		ArgsTruncated:    p.ArgvCut,
 		StartTime:        v.Snapshot.StartTime(p).UTC().Truncate(time.Second),
 		StartTicks:       p.Start,
 		CPUSeconds:       v.Snapshot.CPUSeconds(p),

@@ -296,7 +296,7 @@ func (r *Rule) match(s *subject) (Match, bool) {
 	}
 	c.add(ByCgroup, r.Cgroup, cgroup)
 	c.add(ByCwd, r.Cwd, cwd)
-	id := r.IDTransform.Apply(c.id)
+	id := boundID(r.IDTransform.Apply(c.id))
 	if id == "" {
 		return Match{}, false
 	}
@@ -308,8 +308,11 @@ func (r *Rule) match(s *subject) (Match, bool) {
 	if ns == "" && r.NamespaceFlag != "" {
 		if v, ok := FlagValue(p.Argv, r.NamespaceFlag); ok && v != "" {
 			ns = v
-			c.vars["ns"] = v
 		}
+	}
+	if ns != "" {
+		ns = boundID(ns)
+		c.vars["ns"] = ns
 	}
 	return Match{Rule: r, ID: id, Namespace: ns, By: c.by, Vars: c.vars}, true
 }

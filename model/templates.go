@@ -93,6 +93,8 @@ func (m Match) checkVars(template string) error {
 		switch {
 		case !ok || v == "":
 			return fmt.Errorf("{%s} has no value", n)
+		case IsRefusedID(v):
+			return fmt.Errorf("{%s} was refused: it is longer than %d bytes", n, MaxIDBytes)
 		case n == "id" && (v == "." || v == ".." || strings.Contains(v, "/")):
 			return fmt.Errorf("ID %q cannot name a directory", v)
 		}

@@ -24,10 +24,18 @@ import (
 // nothing else. What remains is kernel time: per process, status ~13 µs,
 // cgroup ~9, stat ~8, cmdline ~5, the exe and cwd links ~2.5 each.
 
-// maxCmdline bounds a command line read, as procfs does (its
-// ReadFileNoStat reads at most 1 MiB): argv can reach a quarter of the
-// stack limit, and sandtop matches on its first few arguments.
+// maxCmdline bounds the other files read here (status, cgroup), as
+// procfs does (its ReadFileNoStat reads at most 1 MiB).
 const maxCmdline = 1 << 20
+
+// MaxArgvBytes bounds the command line kept of a process: the rest is
+// never read, and Process.ArgvCut says so. argv can reach a quarter of
+// the stack limit (2 MiB with the usual 8 MiB, and one argument 128 KiB),
+// all of it chosen by the process, and a scan keeps it for every process
+// on the host. 64 KiB is ten times a libvirt QEMU command line, the
+// longest of the runtimes' here; sandtop matches on the first few
+// arguments, and a screen row shows one line of it.
+const MaxArgvBytes = 64 << 10
 
 // staticReader reads the static fields of processes. It holds the buffers
 // of one goroutine; a scan runs one per worker (see Scanner.readStatics).
@@ -87,7 +95,7 @@ func (r *staticReader) read(root string, st *pidStat, kernel bool, m Mounts, nee
 		// exe/cwd do not resolve (ENOENT), which would look like a vanished
 		// process. Skip them rather than mistake the one for the other.
 		var err error
-		sf.argv, err = r.readArgv()
+		sf.argv, sf.argvCut, err = r.readArgv()
 		r.note(&sf, err)
 		sf.argvLate = err == nil && sf.argv == nil
 	}
@@ -161,10 +169,14 @@ func (r *staticReader) note(sf *static, err error) {
 }
 
 // readArgv reads the argv of the process being read (see begin).
-func (r *staticReader) readArgv() ([]string, error) {
+func (r *staticReader) readArgv() ([]string, bool, error) {
 	r.n.cmdline++
-	b, err := readFileC(r.path("cmdline"), &r.buf, maxCmdline, true)
-	return parseCmdline(b), err
+	b, err := readFileC(r.path("cmdline"), &r.buf, MaxArgvBytes+1, true)
+	cut := len(b) > MaxArgvBytes
+	if cut {
+		b = b[:MaxArgvBytes]
+	}
+	return parseCmdline(b), cut, err
 }
 
 // readCgroups reads the v2 cgroup and v1 freezer paths of the process

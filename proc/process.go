@@ -34,6 +34,10 @@ type Process struct {
 	// keeps the argv it had, so it stays attributed to its sandbox. Not
 	// guaranteed to be UTF-8. Shared between snapshots: read-only.
 	Argv []string
+	// ArgvCut is true when the command line was longer than MaxArgvBytes:
+	// Argv holds its first MaxArgvBytes bytes, the last argument maybe in
+	// part.
+	ArgvCut bool
 	// Exe and Cwd are the targets of /proc/PID/{exe,cwd}; empty when unreadable.
 	Exe, Cwd string
 	// Start is the start time in clock ticks after boot (stat field 22).

@@ -107,6 +107,7 @@ func stateOf(st procfs.ProcStat) byte {
 // same program, so a scanner reads them once per identity (see scan_cache.go).
 type static struct {
 	argv            []string
+	argvCut         bool
 	exe, cwd        string
 	uid             int
 	cgroup, freezer string
@@ -147,7 +148,7 @@ func fillProcess(p *Process, st *pidStat, sf *static, kernel bool, pageSize uint
 
 // setStatic sets the fields of p that are read once per identity.
 func setStatic(p *Process, sf *static) {
-	p.Argv, p.Exe, p.Cwd, p.UID = sf.argv, sf.exe, sf.cwd, sf.uid
+	p.Argv, p.ArgvCut, p.Exe, p.Cwd, p.UID = sf.argv, sf.argvCut, sf.exe, sf.cwd, sf.uid
 	p.Cgroup, p.Freezer, p.NSpid = sf.cgroup, sf.freezer, sf.nspid
 	p.Partial, p.Unread = sf.partial, sf.unread
 }
@@ -155,7 +156,7 @@ func setStatic(p *Process, sf *static) {
 // staticOf is the static fields p carries, as setStatic set them.
 func staticOf(p *Process) static {
 	return static{
-		argv: p.Argv, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
+		argv: p.Argv, argvCut: p.ArgvCut, exe: p.Exe, cwd: p.Cwd, uid: p.UID,
 		cgroup: p.Cgroup, freezer: p.Freezer, nspid: p.NSpid, partial: p.Partial, unread: p.Unread,
 	}
 }

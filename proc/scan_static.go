@@ -116,7 +116,7 @@ func (s *Scanner) argvArrived(f *statRead, e *cacheEntry) bool {
 	}
 	r := s.mainReader()
 	r.begin(s.root, f.st.pid)
-	argv, err := r.readArgv()
+	argv, _, err := r.readArgv()
 	if err != nil {
 		// A process whose cmdline cannot be read is in no execve window;
 		// a vanished one is the stat pass's to notice.

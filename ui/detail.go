@@ -230,7 +230,7 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 		return "sandbox " + sb.ID, l
 	}
 	root := sb.Root.Process
-	rootText := fmt.Sprintf("pid %d %s, started %s (%s ago)", root.PID, format.Command(root.Argv, root.Comm),
+	rootText := fmt.Sprintf("pid %d %s, started %s (%s ago)", root.PID, format.Command(root),
 		snap.StartTime(root).Format(timeLayout), format.Age(c.view.Time.Sub(snap.StartTime(root))))
 	if sb.CgroupOnly {
 		rootText = "gone (no " + sb.Runtime + " shim or monitor left); oldest process left: " + rootText
@@ -392,7 +392,7 @@ func argvText(p *proc.Process) string {
 		}
 		return "(none)"
 	}
-	return strings.Join(p.Argv, " ")
+	return strings.Join(p.Argv, " ") + format.ArgvCutMark(p)
 }
 
 func uidText(users map[int]string, uid int) string {

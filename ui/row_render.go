@@ -60,7 +60,7 @@ func (t *table) renderRow(r *row, selected bool, c *rowCtx) string {
 		if r.m != nil && r.m.Escaped {
 			pills = []model.Badge{model.MarkEscaped}
 		}
-		tail = format.Printable(format.Command(r.p.Argv, r.p.Comm))
+		tail = format.Printable(format.Command(r.p))
 		if t.hscroll > 0 {
 			tail = ansi.TruncateLeft(tail, t.hscroll, "…")
 		}

@@ -82,7 +82,7 @@ func (t *table) maxScroll() int {
 		if r.p == nil || r.kind == rowSandbox || r.kind == rowHost {
 			continue
 		}
-		w := ansi.StringWidth(format.CompressTree(r.prefix, t.indent)) + ansi.StringWidth(format.Printable(format.Command(r.p.Argv, r.p.Comm)))
+		w := ansi.StringWidth(format.CompressTree(r.prefix, t.indent)) + ansi.StringWidth(format.Printable(format.Command(r.p)))
 		over = max(over, w-room)
 	}
 	return (over + hscrollStep - 1) / hscrollStep * hscrollStep
@@ -97,7 +97,7 @@ func (t *table) measure() {
 		switch r.kind {
 		case rowSandbox:
 			for _, mb := range r.sb.Members {
-				w := 3*mb.Depth + ansi.StringWidth(format.Printable(format.Command(mb.Argv, mb.Comm)))
+				w := 3*mb.Depth + ansi.StringWidth(format.Printable(format.Command(mb.Process)))
 				t.longest = max(t.longest, w)
 			}
 		case rowMember, rowHostProc:

@@ -224,7 +224,7 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 				sub = append(sub, procLine(string(m.State), strconv.Itoa(m.PID),
 					format.CPUTime(snap.CPUSeconds(m.Process)), format.Bytes(m.RSS),
 					format.Age(v.Time.Sub(snap.StartTime(m.Process))),
-					format.TreePrefix(m)+format.Command(m.Argv, m.Comm)+flags))
+					format.TreePrefix(m)+format.Command(m.Process)+flags))
 			}
 		}
 		under = append(under, sub)
@@ -236,7 +236,7 @@ func writeList(w io.Writer, st *theme.Theme, v *model.View, o *listOpts) {
 			for _, p := range v.Unattributed {
 				sub = append(sub, procLine(string(p.State), strconv.Itoa(p.PID),
 					format.CPUTime(snap.CPUSeconds(p)), format.Bytes(p.RSS),
-					format.Age(v.Time.Sub(snap.StartTime(p))), format.Command(p.Argv, p.Comm)))
+					format.Age(v.Time.Sub(snap.StartTime(p))), format.Command(p)))
 			}
 		}
 		under = append(under, sub)

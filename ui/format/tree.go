@@ -1,9 +1,11 @@
 package format
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
 )
 
 // TreePrefix returns the glyphs drawn before a member in a pre-order tree
@@ -61,13 +63,23 @@ func last(m *model.Member) bool {
 	return sib[len(sib)-1] == m
 }
 
-// Command is what a process row shows: argv joined, or [comm] for a process
-// without one (kernel threads, zombies), as ps does.
-func Command(argv []string, comm string) string {
-	if len(argv) == 0 {
-		return "[" + comm + "]"
+// Command is what a process row shows: argv joined (marked when it was
+// cut), or [comm] for a process without one (kernel threads, zombies), as
+// ps does.
+func Command(p *proc.Process) string {
+	if len(p.Argv) == 0 {
+		return "[" + p.Comm + "]"
 	}
-	return strings.Join(argv, " ")
+	return strings.Join(p.Argv, " ") + ArgvCutMark(p)
+}
+
+// ArgvCutMark is what follows a command line sandtop did not read whole
+// (proc.MaxArgvBytes), "" for one it did.
+func ArgvCutMark(p *proc.Process) string {
+	if !p.ArgvCut {
+		return ""
+	}
+	return fmt.Sprintf(" …[cut at %d KiB]", proc.MaxArgvBytes>>10)
 }
 
 // CompressTree narrows tree glyphs made by TreePrefix to w cells a level
