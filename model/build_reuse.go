@@ -48,6 +48,10 @@ type lastBuild struct {
 	// cgroups holds the v2 ([0]) and v1 freezer ([1]) cgroups asked
 	// whether they are dedicated to a sandbox: what lives in them decides.
 	cgroups [2]map[string]struct{}
+	// spare holds the lists of the latest compare, for the next to fill:
+	// a refresh where every process ticked would otherwise allocate them
+	// anew each time.
+	spare differences
 }
 
 // reuse returns the view of snap when it can be derived from the latest
@@ -62,6 +66,7 @@ func (b *Builder) reuse(snap *proc.Snapshot, prev *View) *View {
 	}
 	r := incremental{l: l, rules: b.rules, snap: snap, prev: prev}
 	d := r.compare()
+	l.spare = d
 	if !r.classify(d) {
 		return nil
 	}
@@ -132,7 +137,7 @@ type join struct {
 
 // pair is a process at position i of the new snapshot that was at
 // position j of the last.
-type pair struct{ i, j int }
+type pair struct{ i, j int32 }
 
 // differences is what compare found between the last snapshot and this
 // one; processes that are the same *proc.Process in both (most, on a
@@ -152,7 +157,8 @@ type differences struct {
 // compare walks both snapshots in pid order at once, sorting what
 // differs, and carries the match memos to the new snapshot (track).
 func (r *incremental) compare() differences {
-	var d differences
+	d := r.l.spare
+	d.born, d.gone, d.ticked, d.reshaped = d.born[:0], d.gone[:0], d.ticked[:0], d.reshaped[:0]
 	olds, news, members := r.l.snap.Procs, r.snap.Procs, r.l.members
 	for i, j := 0, 0; i < len(news) || j < len(olds); {
 		switch {
@@ -170,9 +176,9 @@ func (r *incremental) compare() differences {
 			r.track(i, j, n, o, same)
 			switch {
 			case !same:
-				d.reshaped = append(d.reshaped, pair{i, j})
+				d.reshaped = append(d.reshaped, pair{int32(i), int32(j)})
 			case n != o && m != nil:
-				d.ticked = append(d.ticked, pair{i, j})
+				d.ticked = append(d.ticked, pair{int32(i), int32(j)})
 			}
 			if r.at != nil {
 				r.at[i] = m
