@@ -130,6 +130,15 @@ type Leftovers struct {
 	// whose shape alone is weak evidence (containerd's /<ns>/<id>, which
 	// any two-level path resembles) is a leftover only of one of these.
 	alive map[string]bool
+	// namespaces holds the namespace of each runtime and ID seen alive
+	// with one: a leftover found by a path or a cgroup that does not say it
+	// (Docker's /docker/<id> of a container in containerd's moby) keeps
+	// the namespace its sandbox had.
+	namespaces map[runtimeID]string
+	// daemonSnap and daemons are the runtimes served by a daemon alive in
+	// daemonSnap (see runtimeRemoves).
+	daemonSnap *proc.Snapshot
+	daemons    map[string]bool
 	// cgroups remembers what the cgroup rules say of each path asked about:
 	// a refresh loop asks about the same cgroups every time, and each
 	// answer costs a regexp match per cgroup rule.
@@ -157,7 +166,7 @@ const maxCgroupAnswers = 1 << 16
 
 // NewLeftovers returns a finder for rules.
 func NewLeftovers(rules Rules) *Leftovers {
-	return &Leftovers{rules: rules, recorded: map[*Rule]map[string]map[string]string{}, sockets: map[*Rule]map[string]bool{}, alive: map[string]bool{}}
+	return &Leftovers{rules: rules, recorded: map[*Rule]map[string]map[string]string{}, sockets: map[*Rule]map[string]bool{}, alive: map[string]bool{}, namespaces: map[runtimeID]string{}}
 }
 
 // Record remembers the captures and supervisor sockets of v's sandboxes.
@@ -169,6 +178,9 @@ func (f *Leftovers) Record(v *View) {
 			continue
 		}
 		f.alive[sb.Key()] = true
+		if sb.Namespace != "" {
+			f.namespaces[runtimeID{sb.Runtime, sb.ID}] = sb.Namespace
+		}
 		f.record(sb, sb.Rule)
 		for _, r := range sb.rules {
 			f.record(sb, r)
@@ -402,13 +414,19 @@ func (f *Leftovers) cgroupMatch(path string) (Match, bool) {
 
 // cgroupNamesID reports whether r's cgroup matcher captures the ID in the
 // last component of path.
+// A matcher may have an "id" group in each of its alternatives (Docker's
+// systemd and cgroupfs shapes): the one that took part counts.
 func cgroupNamesID(r *Rule, path string) bool {
 	loc := r.Cgroup.FindStringSubmatchIndex(path)
-	i := r.Cgroup.SubexpIndex("id")
-	if loc == nil || i < 0 || loc[2*i] < 0 {
+	if loc == nil {
 		return false
 	}
-	return !strings.Contains(path[loc[2*i+1]:], "/")
+	for i, name := range r.Cgroup.SubexpNames() {
+		if name == "id" && loc[2*i] >= 0 {
+			return !strings.Contains(path[loc[2*i+1]:], "/")
+		}
+	}
+	return false
 }
 
 // Found is what proc found where Globs and WantCgroup said to look.
@@ -457,7 +475,6 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 	}
 	// The live sandboxes by runtime and ID (and alias), for Live's test
 	// without a walk of every sandbox per entry found.
-	type runtimeID struct{ runtime, id string }
 	idx := make(map[runtimeID][]*Sandbox, len(v.Sandboxes))
 	for _, sb := range v.Sandboxes {
 		if len(sb.Members) == 0 {
@@ -472,6 +489,9 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 	}
 	byID := map[string]*Sandbox{}
 	add := func(id, ns string, r *Rule, by string, vars map[string]string, l Leftover) {
+		if ns == "" {
+			ns = f.namespaces[runtimeID{r.Name, id}]
+		}
 		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[runtimeID{r.Name, id}], ns) != nil {
 			return
 		}
@@ -596,7 +616,7 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 	}
 	for _, c := range found.Cgroups {
 		m, ok := f.cgroupMatch(c.Path)
-		if !ok || c.Populated {
+		if !ok || c.Populated || f.runtimeRemoves(m.Rule, v.Snapshot) {
 			continue
 		}
 		add(m.ID, m.Namespace, m.Rule, ByCgroup, nil, Leftover{
@@ -657,6 +677,48 @@ func sameLeftover(x, y Leftover) bool {
 		x.ModTime.Equal(y.ModTime) && x.Why == y.Why && x.Keep == y.Keep
 }
 
+// runtimeID is a sandbox's runtime and ID, without its namespace.
+type runtimeID struct{ runtime, id string }
+
+// runtimeRemoves reports whether the runtime of r is alive to remove the
+// cgroups it made: a daemon that serves it runs (containerd or dockerd for
+// Docker's /docker/<id>, kubelet for a pod's slice), or something listens
+// on a supervisor socket a live sandbox of it named. Such a cgroup, empty
+// a moment after its container was killed, is the runtime's to remove
+// (runc delete, once containerd notices the exit), not a leftover.
+func (f *Leftovers) runtimeRemoves(r *Rule, snap *proc.Snapshot) bool {
+	if snap == nil {
+		return false
+	}
+	if f.daemonSnap != snap || f.daemons == nil {
+		f.daemonSnap, f.daemons = snap, map[string]bool{}
+		for _, p := range snap.Procs {
+			if p.Kernel {
+				continue
+			}
+			if d, ok := DaemonOf(p); ok {
+				for _, rt := range d.Runtimes {
+					f.daemons[rt] = true
+				}
+			}
+		}
+	}
+	if f.daemons[r.Name] {
+		return true
+	}
+	for rule, socks := range f.sockets {
+		if rule.Name != r.Name {
+			continue
+		}
+		for s := range socks {
+			if snap.Listeners[s] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Live returns a sandbox of the runtime with processes and this ID, in
 // namespace ns (any namespace when either side has none), or nil.
 func (v *View) Live(runtime, ns, id string) *Sandbox {
@@ -682,7 +744,8 @@ func liveIn(sbs []*Sandbox, ns string) *Sandbox {
 
 // decideRemovable decides what of a leftover sandbox may be removed: nothing a live
 // supervisor of its runtime may still own (a runner that made the
-// workspace a moment before it starts the VM), no systemd unit, and only
+// workspace a moment before it starts the VM), no unit a running systemd
+// owns, and only
 // paths that name the ID as a whole component.
 func (f *Leftovers) decideRemovable(sb *Sandbox, v *View) {
 	sb.Dead = true
@@ -706,7 +769,7 @@ func (f *Leftovers) decideRemovable(sb *Sandbox, v *View) {
 		switch {
 		case l.Keep != "":
 			// kept for a reason of its kind, found with it
-		case l.Kind == proc.KindCgroup && IsSystemdUnit(l.Path):
+		case l.Kind == proc.KindCgroup && SystemdOwns(v.Snapshot, l.Path):
 			l.Keep = "a systemd unit's cgroup: systemd removes it (systemctl stop)"
 		case l.Kind == proc.KindCgroup && l.Dir == "":
 			l.Keep = "no cgroupfs mount reaches it"

@@ -81,6 +81,9 @@ func TestLeftoverApply(t *testing.T) {
 	runner := pr(100, 1, "/usr/bin/runner start --config /etc/vm0.yaml")
 	liveVM := pr(101, 100, "/usr/bin/firecracker --api-sock /run/vm0/sock/live-1/api.sock", cwd("/var/lib/vm0/workspaces/live-1"))
 	liveBox := pr(200, 1, "/boxes/livebox/bin/boxlite-shim", cgroup("/boxlite/livebox"))
+	// With systemd as PID 1 a unit's cgroup is systemd's to remove;
+	// without it, "….scope" is only a name Docker chose.
+	systemd := pr(1, 0, "/sbin/init splash", func(p *proc.Process) { p.Exe = "/usr/lib/systemd/systemd" })
 	paths := func(ids ...string) []proc.PathEntry {
 		var out []proc.PathEntry
 		for _, id := range ids {
@@ -109,7 +112,7 @@ func TestLeftoverApply(t *testing.T) {
 	}{
 		{
 			name:  "runner alive: dirs of a dead VM are reported and kept",
-			procs: []*proc.Process{runner, liveVM, liveBox},
+			procs: []*proc.Process{systemd, runner, liveVM, liveBox},
 			paths: paths("live-1", "dead-1"),
 			want: []want{
 				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
@@ -125,7 +128,7 @@ func TestLeftoverApply(t *testing.T) {
 				pr(301, 300, "/usr/bin/firecracker --api-sock /run/vm0/sock/live-2/api.sock", cwd("/b/workspaces/live-2")), liveBox},
 			paths: paths("dead-1"),
 			want: []want{
-				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
+				{id: "0123abcd", runtime: "docker", removable: []string{"/system.slice/docker-0123abcd.scope"}},
 				{id: "dead-1", runtime: "vm0", removable: []string{"/var/lib/vm0/workspaces/dead-1", "/run/vm0/sock/dead-1"}},
 				{id: "deadbox", runtime: "boxlite", removable: []string{"/boxlite/deadbox"}},
 			},
@@ -133,7 +136,7 @@ func TestLeftoverApply(t *testing.T) {
 		{
 			// A runner with no VM yet may be about to start one there.
 			name:  "an idle runner: dirs of the dead VM are kept",
-			procs: []*proc.Process{pr(300, 1, "/usr/bin/runner start --config /b/vm0.yaml"), liveBox},
+			procs: []*proc.Process{systemd, pr(300, 1, "/usr/bin/runner start --config /b/vm0.yaml"), liveBox},
 			paths: paths("dead-1"),
 			want: []want{
 				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
@@ -146,7 +149,7 @@ func TestLeftoverApply(t *testing.T) {
 			procs: []*proc.Process{liveBox},
 			paths: paths("dead-1"),
 			want: []want{
-				{id: "0123abcd", runtime: "docker", kept: []string{"/system.slice/docker-0123abcd.scope"}},
+				{id: "0123abcd", runtime: "docker", removable: []string{"/system.slice/docker-0123abcd.scope"}},
 				{id: "dead-1", runtime: "vm0", removable: []string{"/var/lib/vm0/workspaces/dead-1", "/run/vm0/sock/dead-1"}},
 				{id: "deadbox", runtime: "boxlite", removable: []string{"/boxlite/deadbox"}},
 			},
@@ -380,5 +383,59 @@ func TestSupervisorAliveSeesNewSockets(t *testing.T) {
 	f.Record(&View{Sandboxes: []*Sandbox{live}})
 	if alive, note := f.SupervisorAlive(dead, &View{Snapshot: s}); !alive {
 		t.Errorf("after its socket was recorded: not alive (%s)", note)
+	}
+}
+
+// TestLeftoverOfAKilledContainer: a Docker container killed while its
+// runtime lives leaves its cgroup empty for a moment, until containerd
+// notices and runc delete removes it: no leftover. Once no daemon of the
+// runtime runs, the empty cgroup is a leftover, and it keeps the namespace
+// its sandbox had (moby/), which the cgroup's path does not say.
+func TestLeftoverOfAKilledContainer(t *testing.T) {
+	id := "7cbf10573175a3cc05f5c8c1ba3ef45e1d0a3f9e1b8a7a2ad2d6aa61d1a8c301"
+	for _, cg := range []string{"/docker/" + id, "/system.slice/docker-" + id + ".scope"} {
+		t.Run(cg[:12], func(t *testing.T) { leftoverOfAKilledContainer(t, id, cg) })
+	}
+}
+
+func leftoverOfAKilledContainer(t *testing.T, id, cg string) {
+	rules := Presets()
+	shim := pr(400, 1, "/usr/bin/containerd-shim-runc-v2 -namespace moby -id "+id+" -address /run/containerd/containerd.sock", cgroup("/system.slice/containerd.service"))
+	app := pr(401, 400, "nginx", cgroup(cg), nspid(1))
+	containerd := pr(300, 1, "/usr/bin/containerd", cgroup("/system.slice/containerd.service"))
+	dockerd := pr(301, 1, "/usr/sbin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock", cgroup("/system.slice/docker.service"))
+	found := Found{Cgroups: []proc.CgroupDir{{Path: cg, Dir: "/sys/fs/cgroup" + cg}}}
+	for _, tc := range []struct {
+		name    string
+		daemons []*proc.Process
+		want    string // the leftover sandbox's key, "" for none
+	}{
+		{"containerd and dockerd alive: the runtime removes it", []*proc.Process{containerd, dockerd}, ""},
+		{"containerd alone alive", []*proc.Process{containerd}, ""},
+		{"no daemon: a leftover, in moby", nil, "docker:moby/" + id},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := NewLeftovers(rules)
+			live := snap(append([]*proc.Process{shim, app}, tc.daemons...)...)
+			live.Listeners["/run/containerd/containerd.sock"] = len(tc.daemons) > 0
+			f.Record(Build(live, rules, nil))
+			after := snap(tc.daemons...)
+			after.Listeners["/run/containerd/containerd.sock"] = len(tc.daemons) > 0
+			v := Build(after, rules, nil)
+			lv := f.Apply(v, found)
+			var keys []string
+			for _, sb := range lv.Sandboxes {
+				if sb.HasBadge(BadgeLeftover) {
+					keys = append(keys, sb.Key())
+				}
+			}
+			want := []string{}
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if !slices.Equal(keys, want) && !(len(keys) == 0 && len(want) == 0) {
+				t.Errorf("leftover sandboxes %q, want %q", keys, want)
+			}
+		})
 	}
 }

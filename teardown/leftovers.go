@@ -15,8 +15,8 @@ import (
 // nothing. A fresh scan first checks that no process has the ID and that
 // no supervisor of the runtime came back since the plan (either would
 // own the leftovers now); then each removable leftover is removed: paths
-// as cleanup paths are, cgroups only when empty and never a systemd
-// unit's.
+// as cleanup paths are, cgroups only when empty and never the unit of a
+// running systemd.
 func (r *run) leftovers(ctx context.Context) Totals {
 	n := 0
 	for _, l := range r.p.Leftovers {
@@ -43,7 +43,7 @@ func (r *run) leftovers(ctx context.Context) Totals {
 			continue
 		}
 		r.cleanupEv = Event{}
-		if r.removeLeftover(ctx, l) {
+		if r.removeLeftover(ctx, l, snap) {
 			removed++
 		}
 		r.results = append(r.results, LeftoverResult{Kind: string(l.Kind), Path: l.Path, Netns: l.Netns, Status: r.cleanupEv.Status, Detail: r.cleanupEv.Detail})
@@ -70,8 +70,9 @@ func (r *run) leftoversOwned(snap *proc.Snapshot) string {
 }
 
 // removeLeftover removes one leftover, or says why it stays; it reports
-// whether it is gone.
-func (r *run) removeLeftover(ctx context.Context, l model.Leftover) bool {
+// whether it is gone. snap is the fresh scan: whether a systemd manager
+// owns a unit's cgroup is judged there, as the plan judged it.
+func (r *run) removeLeftover(ctx context.Context, l model.Leftover, snap *proc.Snapshot) bool {
 	switch {
 	case !l.Removable():
 		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "kept " + string(l.Kind) + " " + l.Path + ": " + l.Keep})
@@ -81,7 +82,7 @@ func (r *run) removeLeftover(ctx context.Context, l model.Leftover) bool {
 			return gone
 		}
 		return r.removePath(l.Path)
-	case model.IsSystemdUnit(l.Path):
+	case model.SystemdOwns(snap, l.Path):
 		r.event(Event{Step: StepCleanup, Status: Skip, Detail: "kept cgroup " + l.Path + ": a systemd unit's"})
 		return false
 	}

@@ -2,6 +2,7 @@ package teardown
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +16,10 @@ import (
 // TestLeftoverCgroups: a plan of a sandbox with no process left removes
 // its empty cgroups and paths, keeps a cgroup that a process joined since
 // the plan (rmdir of a busy cgroup is the kernel's EBUSY, and the engine
-// checks first), and never removes a systemd unit's cgroup.
+// checks first), and never removes the cgroup of a unit a running systemd
+// manager owns: one below a user manager's user@<uid>.service (a real
+// process named systemd in its init.scope). A "….scope" no systemd
+// manages (here, unless PID 1 is systemd) is only a name, and is removed.
 func TestLeftoverCgroups(t *testing.T) {
 	root := cgroupMount(t, "")
 	sc, err := proc.NewScanner(proc.Options{})
@@ -28,7 +32,9 @@ func TestLeftoverCgroups(t *testing.T) {
 	empty := filepath.Join(base, id)
 	busy := filepath.Join(base, id+"-busy", id)
 	unit := filepath.Join(base, "machine-"+id+".scope")
-	for _, d := range []string{empty, busy, unit} {
+	manager := filepath.Join(base, "user@4242.service")
+	owned := filepath.Join(manager, "app-"+id+".scope")
+	for _, d := range []string{empty, busy, unit, owned, filepath.Join(manager, "init.scope")} {
 		mkdirs(t, d)
 	}
 	dir := filepath.Join(t.TempDir(), id)
@@ -36,14 +42,24 @@ func TestLeftoverCgroups(t *testing.T) {
 	cgPath := func(d string) string { return "/" + strings.TrimPrefix(d, root+"/") }
 	cmd := startSleep(t)
 	moveInto(t, busy, cmd.Process.Pid)
+	user := exec.Command("/bin/sleep", "600")
+	user.Args[0] = "systemd"
+	if err := user.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reap(user) })
+	moveInto(t, filepath.Join(manager, "init.scope"), user.Process.Pid)
 
-	v := model.Build(mustScan(t, sc), nil, nil)
+	snap := mustScan(t, sc)
+	hostSystemd := model.SystemdOwns(snap, "/system.slice/x.service")
+	v := model.Build(snap, nil, nil)
 	p := &Plan{
 		Target: id, Runtime: "test", Sandbox: &model.Sandbox{ID: id, Runtime: "test"}, View: v, Deadline: time.Second,
 		Leftovers: []model.Leftover{
 			{Kind: proc.KindCgroup, Path: cgPath(empty), Dir: empty},
 			{Kind: proc.KindCgroup, Path: cgPath(busy), Dir: busy},
 			{Kind: proc.KindCgroup, Path: cgPath(unit), Dir: unit},
+			{Kind: proc.KindCgroup, Path: cgPath(owned), Dir: owned},
 			{Kind: proc.KindDir, Path: dir},
 		},
 	}
@@ -53,13 +69,21 @@ func TestLeftoverCgroups(t *testing.T) {
 	}
 	var events []Event
 	tot := eng.Run(t.Context(), p, func(ev Event) { events = append(events, ev) })
+	unitEv := struct {
+		status Status
+		detail string
+	}{OK, "removed empty cgroup " + cgPath(unit)}
+	if hostSystemd {
+		unitEv.status, unitEv.detail = Skip, "kept cgroup "+cgPath(unit)+": a systemd unit's"
+	}
 	for _, want := range []struct {
 		status Status
 		detail string
 	}{
 		{OK, "removed empty cgroup " + cgPath(empty)},
 		{Skip, "kept cgroup " + cgPath(busy) + ": not empty"},
-		{Skip, "kept cgroup " + cgPath(unit) + ": a systemd unit's"},
+		unitEv,
+		{Skip, "kept cgroup " + cgPath(owned) + ": a systemd unit's"},
 		{OK, "removed " + dir},
 	} {
 		if !slices.ContainsFunc(events, func(ev Event) bool {
@@ -68,7 +92,7 @@ func TestLeftoverCgroups(t *testing.T) {
 			t.Errorf("no cleanup event %s %q in %+v", want.status, want.detail, events)
 		}
 	}
-	for d, gone := range map[string]bool{empty: true, busy: false, unit: false, dir: true} {
+	for d, gone := range map[string]bool{empty: true, busy: false, unit: !hostSystemd, owned: false, dir: true} {
 		if _, err := os.Stat(d); (err != nil) != gone {
 			t.Errorf("%s: gone %v, want %v", d, err != nil, gone)
 		}

@@ -109,6 +109,18 @@ func (r *rt) docker() {
 	r.wantGone("docker container killed with --grace 0", identities(q))
 	r.wantAlive("kill --grace 0 of a docker container", bystanders)
 
+	// Killed while containerd and dockerd live: cleaning up after the
+	// container (its cgroup) is theirs, so neither is a leftover row, at
+	// once or later.
+	for range 3 {
+		for _, sb := range listJSON(r.t).Sandboxes {
+			if (sb.ID == target || sb.ID == quick) && hasBadge(&sb, model.BadgeLeftover) {
+				r.t.Errorf("killed container %s with its runtime alive is listed as a leftover: %s, %+v", sb.ID, sb.Key, sb.Leftovers)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+
 	// The runtime's own view: both exited on SIGKILL, and removable.
 	for _, id := range []string{target, quick} {
 		var st string
