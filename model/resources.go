@@ -47,6 +47,10 @@ type Resources struct {
 	// which the host cannot tell apart). WorkloadNote says which.
 	Overhead, Workload Part
 	WorkloadNote       string
+	// Partial is set when only some of the cgroup's figures were read
+	// (a screen reads of most sandboxes only what its columns show): a
+	// nil figure then says nothing.
+	Partial bool
 }
 
 // Pressure is the share of the last ten seconds in which some task of a
@@ -142,6 +146,7 @@ func resourcesOf(sb *Sandbox, snap *proc.Snapshot, role func(*Sandbox, *Member) 
 	if cg == nil {
 		return r
 	}
+	r.Partial = cg.Asked != 0 && cg.Asked&proc.AllFigures != proc.AllFigures
 	opt := func(f proc.Figure, v uint64) *uint64 {
 		if !cg.Has(f) {
 			return nil
@@ -187,13 +192,32 @@ func (v *View) Resources(sb *Sandbox) *Resources {
 	return &v.resources[i]
 }
 
+// ResourceNeeds says which cgroup figures a front end shows: Figures of
+// every sandbox, and every figure of the sandboxes whose keys are in Full
+// (the one in the screen's detail pane). The zero value asks for every
+// figure of every sandbox (JSON, serve, the reaper). The figures a Watch
+// judges by (BadgeFigures) are read whatever it says.
+type ResourceNeeds struct {
+	Figures proc.Figure
+	Full    map[string]bool
+}
+
+// BadgeFigures are the figures Watch judges badges by: a ResourceNeeds
+// that shows no figures asks for these.
+const BadgeFigures = proc.HaveOOM
+
 // ResourceWants lists what a proc.ResourceReader must read for a Watch to
-// judge v: the dedicated cgroups of its sandboxes and their members in
-// uninterruptible sleep.
-func ResourceWants(v *View) (keys []proc.CgroupKey, dstate []int) {
+// judge v and for a front end to show what n asks for: the dedicated
+// cgroups of its sandboxes, each with the figures wanted, and their
+// members in uninterruptible sleep.
+func ResourceWants(v *View, n ResourceNeeds) (wants []proc.CgroupWant, dstate []int) {
 	for _, sb := range v.Sandboxes {
 		if sb.Cgroup != "" || sb.Freezer != "" {
-			keys = append(keys, proc.CgroupKey{V2: sb.Cgroup, V1: sb.Freezer})
+			f := proc.AllFigures
+			if n.Figures != 0 && !n.Full[sb.Key()] {
+				f = n.Figures | BadgeFigures
+			}
+			wants = append(wants, proc.CgroupWant{Key: proc.CgroupKey{V2: sb.Cgroup, V1: sb.Freezer}, Figures: f})
 		}
 		for _, m := range sb.Members {
 			if m.State == 'D' {
@@ -201,5 +225,5 @@ func ResourceWants(v *View) (keys []proc.CgroupKey, dstate []int) {
 			}
 		}
 	}
-	return keys, dstate
+	return wants, dstate
 }

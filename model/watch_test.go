@@ -27,10 +27,10 @@ func TestWatch(t *testing.T) {
 		t.Helper()
 		snap := modeltest.Snapshot(proc.Snapshot{Time: t0.Add(at), BootTime: t0.Add(-time.Hour), ClockTicks: 100}, procs...)
 		v := b.Build(snap, prev)
-		keys, dstate := ResourceWants(v)
+		wants, dstate := ResourceWants(v, ResourceNeeds{})
 		snap.Resources = map[proc.CgroupKey]*proc.CgroupResources{}
-		for _, k := range keys {
-			snap.Resources[k] = &proc.CgroupResources{Have: proc.HaveCPU | proc.HaveMemory | proc.HaveOOM, CPUUsec: 2_000_000, MemoryBytes: 64 << 20, OOMKills: oomKills}
+		for _, w := range wants {
+			snap.Resources[w.Key] = &proc.CgroupResources{Have: proc.HaveCPU | proc.HaveMemory | proc.HaveOOM, CPUUsec: 2_000_000, MemoryBytes: 64 << 20, OOMKills: oomKills}
 		}
 		snap.Wchans = map[int]string{}
 		for _, pid := range dstate {

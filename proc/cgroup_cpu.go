@@ -217,3 +217,16 @@ func (f *cpuFile) holds(pid int) bool {
 	_, in := slices.BinarySearch(f.members, pid)
 	return in
 }
+
+// CgroupUsage returns the usage_usec of the v2 cgroup path as the last
+// scan read it at its start, if that scan read it: the CPU time of every
+// task in it, for whoever would read cpu.stat again right after.
+func (s *Scanner) CgroupUsage(path string) (usec uint64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.cpu.files[path]
+	if f == nil || !f.atStart || f.gen != s.cpu.gen {
+		return 0, false
+	}
+	return f.usage, true
+}

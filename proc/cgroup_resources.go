@@ -41,6 +41,9 @@ const (
 // disabled has none of its files.
 type CgroupResources struct {
 	Have Figure
+	// Asked is the figures the reader was asked for (0 when unknown):
+	// one not asked for is missing from Have without being absent.
+	Asked Figure
 	// CPUUsec is the CPU time of every task in the cgroup and below.
 	CPUUsec uint64
 	// MemoryBytes is memory.current (v1 memory.usage_in_bytes);

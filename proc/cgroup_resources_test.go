@@ -80,11 +80,12 @@ func TestResourceReaderFixture(t *testing.T) {
 	defer rr.Close()
 	snap := &Snapshot{Time: time.Now()}
 	v2, v1 := CgroupKey{V2: "/box"}, CgroupKey{V1: "/v1box"}
-	rr.Read(snap, []CgroupKey{v2, v1}, nil)
+	rr.Read(snap, []CgroupWant{{v2, AllFigures}, {v1, AllFigures}}, nil)
 
 	got := snap.Resources[v2]
 	want := CgroupResources{
-		Have:    HaveCPU | HaveMemory | HaveMemoryPeak | HaveOOM | HaveCPULimit | HavePIDs | HavePIDsLimit | HaveIO | HavePressureCPU | HavePressureMemory,
+		Asked: AllFigures,
+		Have:     HaveCPU | HaveMemory | HaveMemoryPeak | HaveOOM | HaveCPULimit | HavePIDs | HavePIDsLimit | HaveIO | HavePressureCPU | HavePressureMemory,
 		CPUUsec: 2500000, MemoryBytes: 1 << 20, MemoryPeak: 2 << 20, OOMKills: 2, CPULimitCores: 1.5,
 		PIDs: 7, PIDsLimit: 100, IORead: 10, IOWrite: 20, PressureCPU: 1, PressureMemory: 2,
 	}
@@ -92,9 +93,19 @@ func TestResourceReaderFixture(t *testing.T) {
 		t.Errorf("v2 = %+v\nwant %+v", got, want)
 	}
 	got = snap.Resources[v1]
-	want = CgroupResources{Have: HaveMemory | HaveMemoryPeak | HaveOOM | HavePIDs, MemoryBytes: 4096, MemoryPeak: 8192, OOMKills: 3, PIDs: 2}
+	want = CgroupResources{Asked: AllFigures, Have: HaveMemory | HaveMemoryPeak | HaveOOM | HavePIDs, MemoryBytes: 4096, MemoryPeak: 8192, OOMKills: 3, PIDs: 2}
 	if got == nil || *got != want {
 		t.Errorf("v1 = %+v\nwant %+v", got, want)
+	}
+
+	// Only what is asked for is read: memory alone, from v2 where it is
+	// and from v1 where v2 has none.
+	rr.Read(snap, []CgroupWant{{v2, HaveMemory}, {v1, HaveMemory | HaveOOM}}, nil)
+	if got := snap.Resources[v2]; got == nil || *got != (CgroupResources{Asked: HaveMemory, Have: HaveMemory, MemoryBytes: 1 << 20}) {
+		t.Errorf("v2, memory only = %+v", got)
+	}
+	if got := snap.Resources[v1]; got == nil || *got != (CgroupResources{Asked: HaveMemory | HaveOOM, Have: HaveMemory | HaveOOM, MemoryBytes: 4096, OOMKills: 3}) {
+		t.Errorf("v1, memory and oom only = %+v", got)
 	}
 }
 

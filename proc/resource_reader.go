@@ -2,9 +2,13 @@ package proc
 
 import (
 	"cmp"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ResourceReader reads, for the cgroups and processes a view of the host
@@ -19,6 +23,15 @@ type ResourceReader struct {
 	mounts   Mounts
 	buf      []byte
 	kmsg     *kmsgReader
+	// fds is the budget the held descriptors come out of (a scanner's);
+	// with none left, or none given, a file is opened, read and closed.
+	fds *fdBudget
+	// usage, when set, is the cpu.stat usage the scanner read at the
+	// start of its last scan (see Scanner.CgroupUsage).
+	usage func(v2 string) (uint64, bool)
+	// held is the descriptors of the cgroups the last Read read.
+	held map[CgroupKey]*heldCgroup
+	gen  uint64
 }
 
 // NewResourceReader reads under procRoot ("" for /proc) and the cgroup
@@ -30,24 +43,57 @@ func NewResourceReader(procRoot string, m Mounts) *ResourceReader {
 	if procRoot == "/proc" {
 		kmsg = "/dev/kmsg"
 	}
-	return &ResourceReader{procRoot: procRoot, mounts: m, buf: make([]byte, 4096), kmsg: newKmsgReader(kmsg)}
+	return &ResourceReader{procRoot: procRoot, mounts: m, buf: make([]byte, 4096), kmsg: newKmsgReader(kmsg),
+		held: map[CgroupKey]*heldCgroup{}}
 }
 
-// Close releases the kernel log.
-func (r *ResourceReader) Close() { r.kmsg.close() }
+// NewResourceReader reads the host s scans, holding the descriptors of
+// the cgroup files it reads again and again out of s's budget (none for
+// a one-shot scanner), and taking a v2 cgroup's CPU usage from what s
+// read at the start of its last scan rather than reading cpu.stat again.
+func (s *Scanner) NewResourceReader() *ResourceReader {
+	r := NewResourceReader(s.root, s.mounts)
+	r.fds, r.usage = &s.fds, s.CgroupUsage
+	return r
+}
 
-// Read fills snap's Resources for keys, its Wchans for the processes of
-// pids that are in state D, and its OOMKills with the kernel log's kills
-// of the last hour. It replaces those fields, so a snapshot handed out
-// already must not be given.
-func (r *ResourceReader) Read(snap *Snapshot, keys []CgroupKey, pids []int) {
-	if len(keys) > 0 {
-		snap.Resources = make(map[CgroupKey]*CgroupResources, len(keys))
-		for _, k := range keys {
-			if _, ok := snap.Resources[k]; !ok {
-				res := r.cgroup(k)
-				snap.Resources[k] = &res
+// Close releases the kernel log and the held descriptors.
+func (r *ResourceReader) Close() {
+	r.kmsg.close()
+	for k, h := range r.held {
+		r.drop(k, h)
+	}
+}
+
+// CgroupWant is a cgroup to read and the figures wanted of it.
+type CgroupWant struct {
+	Key     CgroupKey
+	Figures Figure
+}
+
+// AllFigures asks for every figure.
+const AllFigures = HavePressureIO<<1 - 1
+
+// Read fills snap's Resources for the cgroups of wants (only the figures
+// each asks for; a file no figure wanted needs is not read), its Wchans
+// for the processes of pids that are in state D, and its OOMKills with
+// the kernel log's kills of the last hour. It replaces those fields, so a
+// snapshot handed out already must not be given. The descriptors of
+// cgroups and files not wanted this time are closed.
+func (r *ResourceReader) Read(snap *Snapshot, wants []CgroupWant, pids []int) {
+	r.gen++
+	if len(wants) > 0 {
+		snap.Resources = make(map[CgroupKey]*CgroupResources, len(wants))
+		for _, w := range wants {
+			if _, ok := snap.Resources[w.Key]; !ok && w.Figures != 0 {
+				res := r.cgroup(w.Key, w.Figures)
+				snap.Resources[w.Key] = &res
 			}
+		}
+	}
+	for k, h := range r.held {
+		if h.gen != r.gen {
+			r.drop(k, h)
 		}
 	}
 	for _, pid := range pids {
@@ -80,121 +126,308 @@ func (r *ResourceReader) wchan(pid int) string {
 	return ""
 }
 
-// cgroup reads the resource files of one cgroup: v2's, then v1's for the
-// figures v2 lacks (a hybrid host binds memory, pids, cpu and blkio to v1).
-func (r *ResourceReader) cgroup(k CgroupKey) CgroupResources {
-	var res CgroupResources
-	if dir := r.mounts.V2Dir(k.V2); k.V2 != "" && k.V2 != "/" && dir != "" {
-		r.v2(dir, &res)
+// cgroup reads the figures want of one cgroup: each from v2 where the
+// host has it there, else from v1 (a hybrid host binds memory, pids, cpu
+// and blkio to v1).
+func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
+	h := r.held[k]
+	if h == nil {
+		h = r.newHeld(k)
+		r.held[k] = h
 	}
-	if k.V1 != "" && k.V1 != "/" {
-		r.v1(k.V1, &res)
+	h.gen = r.gen
+	h.round++
+	res := CgroupResources{Asked: want}
+	// The kernel recomputes a pressure file's averages every two seconds
+	// (PSI_FREQ): read more often, it says the same.
+	psiFresh := h.round%psiRounds == 0
+	for _, f := range figureFiles {
+		if want&f.fig == 0 || res.Has(f.fig) {
+			continue
+		}
+		if f.fig&pressureFigures != 0 && !psiFresh && h.last.Has(f.fig) {
+			res.Have |= f.fig
+			res.PressureCPU, res.PressureMemory, res.PressureIO = h.last.PressureCPU, h.last.PressureMemory, h.last.PressureIO
+			h.used |= 1 << f.file
+			continue
+		}
+		if f.fig == HaveCPU && r.usage != nil && k.V2 != "" && k.V2 != "/" {
+			if u, ok := r.usage(k.V2); ok {
+				res.CPUUsec, res.Have = u, res.Have|HaveCPU
+				continue
+			}
+		}
+		data := r.file(h, f.file)
+		if data == nil {
+			continue
+		}
+		if f.second != noFile {
+			// v1's cpu.cfs_period_us goes with its quota.
+			second := r.file(h, f.second)
+			if second == nil {
+				continue
+			}
+			q, okq := parseSingle(data)
+			p, okp := parseSingle(second)
+			if okq && okp && p > 0 {
+				res.CPULimitCores, res.Have = float64(q)/float64(p), res.Have|HaveCPULimit
+			}
+			continue
+		}
+		f.parse(data, &res)
 	}
+	h.closeUnused(r)
+	h.last = res
 	return res
 }
 
-// file reads one small control file; nil when it is missing or unreadable.
-func (r *ResourceReader) file(dir, name string) []byte {
-	if dir == "" {
+// pressureFigures are the figures of the pressure files; psiRounds is
+// how many Reads in a row share one reading of them.
+const (
+	pressureFigures = HavePressureCPU | HavePressureMemory | HavePressureIO
+	psiRounds       = 2
+)
+
+// resFile names one resource file a cgroup may have.
+type resFile uint8
+
+const (
+	v2CPUStat resFile = iota
+	v2MemoryCurrent
+	v2MemoryPeak
+	v2MemoryMax
+	v2MemoryEvents
+	v2CPUMax
+	v2PIDsCurrent
+	v2PIDsMax
+	v2IOStat
+	v2CPUPressure
+	v2MemoryPressure
+	v2IOPressure
+	v1MemoryUsage
+	v1MemoryMaxUsage
+	v1MemoryLimit
+	v1OOMControl
+	v1CPUAcctUsage
+	v1CFSQuota
+	v1CFSPeriod
+	v1PIDsCurrent
+	v1PIDsMax
+	v1Blkio
+	nFiles
+	noFile = nFiles
+)
+
+// resFiles' names, and the v1 controller each is in ("" for v2).
+var fileNames = [nFiles]struct{ name, v1 string }{
+	v2CPUStat: {"cpu.stat", ""}, v2MemoryCurrent: {"memory.current", ""}, v2MemoryPeak: {"memory.peak", ""},
+	v2MemoryMax: {"memory.max", ""}, v2MemoryEvents: {"memory.events", ""}, v2CPUMax: {"cpu.max", ""},
+	v2PIDsCurrent: {"pids.current", ""}, v2PIDsMax: {"pids.max", ""}, v2IOStat: {"io.stat", ""},
+	v2CPUPressure: {"cpu.pressure", ""}, v2MemoryPressure: {"memory.pressure", ""}, v2IOPressure: {"io.pressure", ""},
+	v1MemoryUsage: {"memory.usage_in_bytes", "memory"}, v1MemoryMaxUsage: {"memory.max_usage_in_bytes", "memory"},
+	v1MemoryLimit: {"memory.limit_in_bytes", "memory"}, v1OOMControl: {"memory.oom_control", "memory"},
+	v1CPUAcctUsage: {"cpuacct.usage", "cpuacct"}, v1CFSQuota: {"cpu.cfs_quota_us", "cpu"}, v1CFSPeriod: {"cpu.cfs_period_us", "cpu"},
+	v1PIDsCurrent: {"pids.current", "pids"}, v1PIDsMax: {"pids.max", "pids"},
+	v1Blkio: {"blkio.throttle.io_service_bytes_recursive", "blkio"},
+}
+
+// figureFile is where one figure is read from: v2's file first, in the
+// order of figureFiles, then v1's. A limit file that is present and says
+// "unlimited" leaves the limit unset (whether the cgroup could have one
+// is told by the controller's other figures: see HaveMemory).
+type figureFile struct {
+	fig    Figure
+	file   resFile
+	second resFile
+	parse  func([]byte, *CgroupResources)
+}
+
+func setIf(res *CgroupResources, f Figure, to *uint64) func(uint64, bool) {
+	return func(v uint64, ok bool) {
+		if ok {
+			*to, res.Have = v, res.Have|f
+		}
+	}
+}
+
+func single(f Figure, to func(*CgroupResources) *uint64) func([]byte, *CgroupResources) {
+	return func(data []byte, res *CgroupResources) { setIf(res, f, to(res))(parseSingle(data)) }
+}
+
+func limit(f Figure, to func(*CgroupResources) *uint64) func([]byte, *CgroupResources) {
+	return func(data []byte, res *CgroupResources) {
+		if v, limited, ok := parseMax(data); ok && limited {
+			*to(res), res.Have = v, res.Have|f
+		}
+	}
+}
+
+func pressure(f Figure, to func(*CgroupResources) *float64) func([]byte, *CgroupResources) {
+	return func(data []byte, res *CgroupResources) {
+		if v, ok := parsePressureSome(data); ok {
+			*to(res), res.Have = v, res.Have|f
+		}
+	}
+}
+
+var (
+	memoryBytes = func(r *CgroupResources) *uint64 { return &r.MemoryBytes }
+	memoryPeak  = func(r *CgroupResources) *uint64 { return &r.MemoryPeak }
+	memoryLimit = func(r *CgroupResources) *uint64 { return &r.MemoryLimit }
+	pidsCurrent = func(r *CgroupResources) *uint64 { return &r.PIDs }
+	pidsLimit   = func(r *CgroupResources) *uint64 { return &r.PIDsLimit }
+	oomKills    = func(r *CgroupResources) *uint64 { return &r.OOMKills }
+)
+
+var figureFiles = []figureFile{
+	{HaveCPU, v2CPUStat, noFile, func(d []byte, r *CgroupResources) {
+		setIf(r, HaveCPU, &r.CPUUsec)(flatKey(d, "usage_usec"))
+	}},
+	{HaveCPU, v1CPUAcctUsage, noFile, func(d []byte, r *CgroupResources) {
+		if ns, ok := parseSingle(d); ok {
+			r.CPUUsec, r.Have = ns/1000, r.Have|HaveCPU
+		}
+	}},
+	{HaveMemory, v2MemoryCurrent, noFile, single(HaveMemory, memoryBytes)},
+	{HaveMemory, v1MemoryUsage, noFile, single(HaveMemory, memoryBytes)},
+	{HaveMemoryPeak, v2MemoryPeak, noFile, single(HaveMemoryPeak, memoryPeak)},
+	{HaveMemoryPeak, v1MemoryMaxUsage, noFile, single(HaveMemoryPeak, memoryPeak)},
+	{HaveMemoryLimit, v2MemoryMax, noFile, limit(HaveMemoryLimit, memoryLimit)},
+	{HaveMemoryLimit, v1MemoryLimit, noFile, func(d []byte, r *CgroupResources) {
+		if v, ok := parseSingle(d); ok && v < v1Unlimited {
+			r.MemoryLimit, r.Have = v, r.Have|HaveMemoryLimit
+		}
+	}},
+	{HaveOOM, v2MemoryEvents, noFile, func(d []byte, r *CgroupResources) { setIf(r, HaveOOM, oomKills(r))(flatKey(d, "oom_kill")) }},
+	{HaveOOM, v1OOMControl, noFile, func(d []byte, r *CgroupResources) { setIf(r, HaveOOM, oomKills(r))(flatKey(d, "oom_kill")) }},
+	{HaveCPULimit, v2CPUMax, noFile, func(d []byte, r *CgroupResources) {
+		if c, limited, ok := parseCPUMax(d); ok && limited {
+			r.CPULimitCores, r.Have = c, r.Have|HaveCPULimit
+		}
+	}},
+	// A quota of -1 is none; parseUint refuses it.
+	{HaveCPULimit, v1CFSQuota, v1CFSPeriod, nil},
+	{HavePIDs, v2PIDsCurrent, noFile, single(HavePIDs, pidsCurrent)},
+	{HavePIDs, v1PIDsCurrent, noFile, single(HavePIDs, pidsCurrent)},
+	{HavePIDsLimit, v2PIDsMax, noFile, limit(HavePIDsLimit, pidsLimit)},
+	{HavePIDsLimit, v1PIDsMax, noFile, limit(HavePIDsLimit, pidsLimit)},
+	{HaveIO, v2IOStat, noFile, func(d []byte, r *CgroupResources) {
+		r.IORead, r.IOWrite = parseIOStat(d)
+		r.Have |= HaveIO
+	}},
+	{HaveIO, v1Blkio, noFile, func(d []byte, r *CgroupResources) {
+		r.IORead, r.IOWrite = parseBlkioBytes(d)
+		r.Have |= HaveIO
+	}},
+	{HavePressureCPU, v2CPUPressure, noFile, pressure(HavePressureCPU, func(r *CgroupResources) *float64 { return &r.PressureCPU })},
+	{HavePressureMemory, v2MemoryPressure, noFile, pressure(HavePressureMemory, func(r *CgroupResources) *float64 { return &r.PressureMemory })},
+	{HavePressureIO, v2IOPressure, noFile, pressure(HavePressureIO, func(r *CgroupResources) *float64 { return &r.PressureIO })},
+}
+
+// A refresh reads the same few files of the same cgroups again and
+// again: like the scanner's state files (cgroup_files.go), each is held
+// open and read with pread at offset 0, a seq_file's regeneration. A
+// file found missing (a controller the hierarchy does not have) is tried
+// again only one Read in reuseRounds.
+
+// heldCgroup is one cgroup's files: their directories and descriptors.
+type heldCgroup struct {
+	dirs [nFiles]string
+	fd   [nFiles]int
+	// used marks the files this Read read; missing those found absent.
+	used, missing uint32
+	gen           uint64
+	round         uint
+	// last is what the last Read found.
+	last CgroupResources
+}
+
+func (r *ResourceReader) newHeld(k CgroupKey) *heldCgroup {
+	// Rounds start apart, so that the files read one Read in several
+	// are not all read in the same one.
+	h := &heldCgroup{round: uint(len(r.held))}
+	v2 := ""
+	if k.V2 != "" && k.V2 != "/" {
+		v2 = r.mounts.V2Dir(k.V2)
+	}
+	v1 := r.mounts.V1
+	mount := map[string]string{"memory": v1.Memory, "cpu": v1.CPU, "cpuacct": v1.CPUAcct, "pids": v1.PIDs, "blkio": v1.Blkio}
+	for i := range h.fd {
+		h.fd[i] = -1
+		f := fileNames[i]
+		switch {
+		case f.v1 == "":
+			h.dirs[i] = v2
+		case k.V1 != "" && k.V1 != "/" && mount[f.v1] != "":
+			h.dirs[i] = cgroupDir(mount[f.v1], "/", k.V1)
+		}
+	}
+	return h
+}
+
+// file reads one file of h; nil when it is missing or unreadable.
+func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
+	bit := uint32(1) << f
+	if h.dirs[f] == "" || h.missing&bit != 0 && h.round%reuseRounds != 0 {
 		return nil
 	}
-	data, err := readFileInto(filepath.Join(dir, name), &r.buf, 1<<20, false)
+	h.used |= bit
+	if fd := h.fd[f]; fd >= 0 {
+		n, err := preadOnce(fd, r.buf)
+		if err == nil && n < len(r.buf) {
+			return r.buf[:n]
+		}
+		// A removed cgroup's file fails (ENODEV); a longer one than the
+		// buffer is read whole below.
+		r.closeFile(h, f)
+	}
+	path := filepath.Join(h.dirs[f], fileNames[f].name)
+	if r.fds != nil && r.fds.take() {
+		fd, err := openOnCgroupfs(path, true)
+		if err == nil {
+			if n, err := preadOnce(fd, r.buf); err == nil && n < len(r.buf) {
+				h.fd[f], h.missing = fd, h.missing&^bit
+				return r.buf[:n]
+			}
+			unix.Close(fd)
+		}
+		r.fds.held.Add(-1)
+		if errors.Is(err, fs.ErrNotExist) {
+			h.missing |= bit
+			return nil
+		}
+	}
+	data, err := readFileInto(path, &r.buf, 1<<20, false)
 	if err != nil {
+		h.missing |= bit
 		return nil
 	}
+	h.missing &^= bit
 	return data
 }
 
-func (r *ResourceReader) v2(dir string, res *CgroupResources) {
-	if v, ok := flatKey(r.file(dir, "cpu.stat"), "usage_usec"); ok {
-		res.CPUUsec, res.Have = v, res.Have|HaveCPU
-	}
-	if v, ok := parseSingle(r.file(dir, "memory.current")); ok {
-		res.MemoryBytes, res.Have = v, res.Have|HaveMemory
-	}
-	if v, ok := parseSingle(r.file(dir, "memory.peak")); ok {
-		res.MemoryPeak, res.Have = v, res.Have|HaveMemoryPeak
-	}
-	if v, limited, ok := parseMax(r.file(dir, "memory.max")); ok && limited {
-		res.MemoryLimit, res.Have = v, res.Have|HaveMemoryLimit
-	}
-	if v, ok := flatKey(r.file(dir, "memory.events"), "oom_kill"); ok {
-		res.OOMKills, res.Have = v, res.Have|HaveOOM
-	}
-	if c, limited, ok := parseCPUMax(r.file(dir, "cpu.max")); ok && limited {
-		res.CPULimitCores, res.Have = c, res.Have|HaveCPULimit
-	}
-	if v, ok := parseSingle(r.file(dir, "pids.current")); ok {
-		res.PIDs, res.Have = v, res.Have|HavePIDs
-	}
-	if v, limited, ok := parseMax(r.file(dir, "pids.max")); ok && limited {
-		res.PIDsLimit, res.Have = v, res.Have|HavePIDsLimit
-	}
-	if data := r.file(dir, "io.stat"); data != nil {
-		res.IORead, res.IOWrite = parseIOStat(data)
-		res.Have |= HaveIO
-	}
-	for _, p := range []struct {
-		name string
-		to   *float64
-		bit  Figure
-	}{{"cpu.pressure", &res.PressureCPU, HavePressureCPU}, {"memory.pressure", &res.PressureMemory, HavePressureMemory}, {"io.pressure", &res.PressureIO, HavePressureIO}} {
-		if v, ok := parsePressureSome(r.file(dir, p.name)); ok {
-			*p.to, res.Have = v, res.Have|p.bit
-		}
+func (r *ResourceReader) closeFile(h *heldCgroup, f resFile) {
+	if h.fd[f] >= 0 {
+		unix.Close(h.fd[f])
+		h.fd[f] = -1
+		r.fds.held.Add(-1)
 	}
 }
 
-// v1 reads the v1 controllers' files of path for the figures res lacks.
-// A limit file that is present and says "unlimited" leaves the limit unset
-// (Have is then decided by the controller's presence: see HaveMemory).
-func (r *ResourceReader) v1(path string, res *CgroupResources) {
-	m := r.mounts.V1
-	dir := func(mount string) string {
-		if mount == "" {
-			return ""
-		}
-		return cgroupDir(mount, "/", path)
-	}
-	if mem := dir(m.Memory); mem != "" && !res.Has(HaveMemory) {
-		if v, ok := parseSingle(r.file(mem, "memory.usage_in_bytes")); ok {
-			res.MemoryBytes, res.Have = v, res.Have|HaveMemory
-			if v, ok := parseSingle(r.file(mem, "memory.max_usage_in_bytes")); ok {
-				res.MemoryPeak, res.Have = v, res.Have|HaveMemoryPeak
-			}
-			if v, ok := parseSingle(r.file(mem, "memory.limit_in_bytes")); ok && v < v1Unlimited {
-				res.MemoryLimit, res.Have = v, res.Have|HaveMemoryLimit
-			}
-			if v, ok := flatKey(r.file(mem, "memory.oom_control"), "oom_kill"); ok {
-				res.OOMKills, res.Have = v, res.Have|HaveOOM
-			}
+// closeUnused closes the files this Read did not need, and starts the
+// next Read's count.
+func (h *heldCgroup) closeUnused(r *ResourceReader) {
+	for f := range nFiles {
+		if h.used&(1<<f) == 0 {
+			r.closeFile(h, f)
 		}
 	}
-	if acct := dir(m.CPUAcct); acct != "" && !res.Has(HaveCPU) {
-		if ns, ok := parseSingle(r.file(acct, "cpuacct.usage")); ok {
-			res.CPUUsec, res.Have = ns/1000, res.Have|HaveCPU
-		}
+	h.used = 0
+}
+
+func (r *ResourceReader) drop(k CgroupKey, h *heldCgroup) {
+	for f := range nFiles {
+		r.closeFile(h, f)
 	}
-	if cpu := dir(m.CPU); cpu != "" && !res.Has(HaveCPULimit) {
-		// A quota of -1 is none; parseUint refuses it.
-		if q, ok := parseSingle(r.file(cpu, "cpu.cfs_quota_us")); ok {
-			if p, ok := parseSingle(r.file(cpu, "cpu.cfs_period_us")); ok && p > 0 {
-				res.CPULimitCores, res.Have = float64(q)/float64(p), res.Have|HaveCPULimit
-			}
-		}
-	}
-	if pids := dir(m.PIDs); pids != "" && !res.Has(HavePIDs) {
-		if v, ok := parseSingle(r.file(pids, "pids.current")); ok {
-			res.PIDs, res.Have = v, res.Have|HavePIDs
-			if v, limited, ok := parseMax(r.file(pids, "pids.max")); ok && limited {
-				res.PIDsLimit, res.Have = v, res.Have|HavePIDsLimit
-			}
-		}
-	}
-	if blk := dir(m.Blkio); blk != "" && !res.Has(HaveIO) {
-		if data := r.file(blk, "blkio.throttle.io_service_bytes_recursive"); data != nil {
-			res.IORead, res.IOWrite = parseBlkioBytes(data)
-			res.Have |= HaveIO
-		}
-	}
+	delete(r.held, k)
 }

@@ -241,7 +241,7 @@ func (m *Model) Init() tea.Cmd {
 		return m.load(0)
 	}
 	m.scanning = true
-	return scanCmd(m.src, m.users, m.lookup)
+	return scanCmd(m.src, m.resourceNeeds(), m.users, m.lookup)
 }
 
 // Update routes one message.
@@ -253,7 +253,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		if msg.gen == m.tickGen && !m.scanning {
 			m.scanning = true
-			cmd = scanCmd(m.src, m.users, m.lookup)
+			cmd = scanCmd(m.src, m.resourceNeeds(), m.users, m.lookup)
 		}
 	case viewMsg:
 		cmd = m.scanned(msg)
@@ -331,7 +331,7 @@ func (m *Model) refreshNow() tea.Cmd {
 	}
 	m.scanning = true
 	m.tickGen++
-	return scanCmd(m.src, m.users, m.lookup)
+	return scanCmd(m.src, m.resourceNeeds(), m.users, m.lookup)
 }
 
 // rebuild flattens the view into rows again; the cursor follows identity.

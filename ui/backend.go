@@ -20,6 +20,13 @@ type Source interface {
 	Scan() (*model.View, error)
 }
 
+// NeedsSource is a Source that can read less: only the cgroup figures
+// the screen shows (its columns, the sandbox in its detail pane).
+type NeedsSource interface {
+	Source
+	SetResourceNeeds(model.ResourceNeeds)
+}
+
 // Recorder is a Source that also writes every scan to a file (sandtop
 // --record): the header says so, with the file and its size, because
 // every command line on the host is going to disk.

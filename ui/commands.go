@@ -24,10 +24,14 @@ func tickCmd(d time.Duration, gen int) tea.Cmd {
 	return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{gen: gen} })
 }
 
-// scanCmd scans once and names the uids it has not named before. known is
-// never written: the names come back in a new map.
-func scanCmd(src Source, known map[int]string, lookup func(uid int) string) tea.Cmd {
+// scanCmd scans once, reading the cgroup figures needs asks for, and
+// names the uids it has not named before. known is never written: the
+// names come back in a new map.
+func scanCmd(src Source, needs model.ResourceNeeds, known map[int]string, lookup func(uid int) string) tea.Cmd {
 	return func() tea.Msg {
+		if n, ok := src.(NeedsSource); ok {
+			n.SetResourceNeeds(needs)
+		}
 		v, err := src.Scan()
 		if err != nil {
 			return viewMsg{err: err}

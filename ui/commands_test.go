@@ -12,6 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/teardown"
 )
 
@@ -174,7 +175,7 @@ func TestScanCmdNamesUsers(t *testing.T) {
 	calls := 0
 	lookup := func(uid int) string { calls++; return testLookup(uid) }
 	src := &fakeSource{views: fleetViews(1)}
-	msg := scanCmd(src, nil, lookup)().(viewMsg)
+	msg := scanCmd(src, model.ResourceNeeds{}, nil, lookup)().(viewMsg)
 	want := map[int]string{0: "root", 101: "nginx", 1000: "alice"}
 	for uid, name := range want {
 		if msg.users[uid] != name {
@@ -182,7 +183,7 @@ func TestScanCmdNamesUsers(t *testing.T) {
 		}
 	}
 	first := calls
-	again := scanCmd(src, msg.users, lookup)().(viewMsg)
+	again := scanCmd(src, model.ResourceNeeds{}, msg.users, lookup)().(viewMsg)
 	if calls != first {
 		t.Errorf("known uids looked up again (%d lookups)", calls-first)
 	}

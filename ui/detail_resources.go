@@ -17,21 +17,13 @@ func (d detail) resources(sb *model.Sandbox, c *rowCtx, add func(k, v string)) {
 	if r == nil {
 		return
 	}
-	use := fmt.Sprintf("cpu %s, memory %s", format.CPUTime(r.CPUSeconds), format.Bytes(r.MemoryBytes))
-	if r.MemoryPeakBytes != nil {
-		use += " (peak " + format.Bytes(*r.MemoryPeakBytes) + ")"
+	if r.Partial {
+		// The screen read only its columns' figures of this sandbox; the
+		// next refresh reads all of them for the pane.
+		add("resources", "at the next refresh")
+	} else {
+		d.figures(r, add)
 	}
-	use += fmt.Sprintf(", %d tasks; workload from its %s", r.PIDs, r.Source)
-	add("resources", use)
-	add("limits", limitsText(r))
-	if r.IOReadBytes != nil {
-		add("io", fmt.Sprintf("read %s, written %s", format.Bytes(*r.IOReadBytes), format.Bytes(*r.IOWriteBytes)))
-	}
-	if p := pressureText(r.Pressure); p != "" {
-		add("pressure", p)
-	}
-	add("overhead", partText(r.Overhead)+": the runtime's own processes")
-	add("workload", partText(r.Workload)+": "+r.WorkloadNote)
 	t := sb.Trouble
 	if t == nil {
 		return
@@ -49,6 +41,26 @@ func (d detail) resources(sb *model.Sandbox, c *rowCtx, add func(k, v string)) {
 	if t.Hollow != "" {
 		add("hollow", t.Hollow)
 	}
+}
+
+// figures is the resources block: use, limits, IO, pressure, and the
+// split between overhead and workload.
+func (d detail) figures(r *model.Resources, add func(k, v string)) {
+	use := fmt.Sprintf("cpu %s, memory %s", format.CPUTime(r.CPUSeconds), format.Bytes(r.MemoryBytes))
+	if r.MemoryPeakBytes != nil {
+		use += " (peak " + format.Bytes(*r.MemoryPeakBytes) + ")"
+	}
+	use += fmt.Sprintf(", %d tasks; workload from its %s", r.PIDs, r.Source)
+	add("resources", use)
+	add("limits", limitsText(r))
+	if r.IOReadBytes != nil {
+		add("io", fmt.Sprintf("read %s, written %s", format.Bytes(*r.IOReadBytes), format.Bytes(*r.IOWriteBytes)))
+	}
+	if p := pressureText(r.Pressure); p != "" {
+		add("pressure", p)
+	}
+	add("overhead", partText(r.Overhead)+": the runtime's own processes")
+	add("workload", partText(r.Workload)+": "+r.WorkloadNote)
 }
 
 // limitsText lists the limits set and flags the missing memory limit: a

@@ -154,10 +154,10 @@ func fleetViews(n int) []*model.View {
 		v := b.Build(snapshot(time.Duration(i)*time.Second, procs...), prev)
 		// Each dedicated cgroup does IO and feels memory pressure, the
 		// later ones more, so the IO and pressure orders mean something.
-		keys, _ := model.ResourceWants(v)
+		wants, _ := model.ResourceWants(v, model.ResourceNeeds{})
 		v.Snapshot.Resources = map[proc.CgroupKey]*proc.CgroupResources{}
-		for j, k := range keys {
-			v.Snapshot.Resources[k] = &proc.CgroupResources{
+		for j, w := range wants {
+			v.Snapshot.Resources[w.Key] = &proc.CgroupResources{
 				Have:   proc.HaveIO | proc.HavePressureMemory | proc.HaveMemoryLimit,
 				IORead: uint64((i + 1) * (j + 1) << 20), PressureMemory: float64(5 * (j + 1)), MemoryLimit: 256 << 20,
 			}

@@ -7,8 +7,12 @@
 //     three side by side in one tmux server, refreshing every second, over
 //     the same window (cut into slices; the median slice is reported);
 //   - wakeups per idle second of each screen (strace -c -f over 10 s);
+//   - context switches per second of each screen over the same window;
 //   - `sandtop list` against `ps -eo pid,ppid,pgid,stat,cgroup,args`, wall
 //     and CPU, in alternating pairs (the median of the pairs' ratios);
+//   - with -before, a second sandtop binary (an older build) beside the
+//     first, in the same windows and the same alternation, so that a
+//     before/after table is measured under one load;
 //   - peak RSS of `list`, `list --json` and of the live screen;
 //   - `sandtop kill --force ID` of one ten-process sandbox, end to end;
 //   - in process, for the "do not regress" targets: a steady refresh
@@ -21,7 +25,10 @@
 // binary re-executes itself there, as that namespace's init): every tool
 // sees exactly the host of that size, whatever else runs on the machine.
 // "100" is a host with no sandboxes (idle processes only); the other sizes
-// are a sandsim bulk fleet (fleet.Bulk: sandboxes of ten). CPU load from
+// are a sandsim bulk fleet (fleet.Bulk: sandboxes of ten, each with a
+// container cgroup of its own), and "orphans:N" one where every sandbox
+// is a containerd shim whose containerd is dead (fleet.BulkOrphans), for
+// `list` against ps only. CPU load from
 // elsewhere still lands on the same cores, which is why every comparison
 // is paired or side by side.
 //
@@ -59,11 +66,13 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	sizes    []int
-	runs     int
-	window   time.Duration
-	settle   time.Duration
-	sandtop  string
+	sizes   []size
+	runs    int
+	window  time.Duration
+	settle  time.Duration
+	sandtop string
+	// before is an older sandtop measured beside sandtop; "" for none.
+	before   string
 	noTUI    bool
 	noAptGet bool
 	noNS     bool
@@ -71,35 +80,53 @@ type options struct {
 	serveWindow time.Duration
 	onlyServe   bool
 	// one and out are set in the child that measures one size.
-	one int
-	out string
+	one     int
+	orphans bool
+	out     string
+}
+
+// size is one host measured: about n processes, a bulk fleet or, with
+// orphans, a fleet of orphaned shims.
+type size struct {
+	n       int
+	orphans bool
+}
+
+// parseSize reads "3000" or "orphans:3000".
+func parseSize(f string) (size, bool) {
+	f = strings.TrimSpace(f)
+	rest, orphans := strings.CutPrefix(f, "orphans:")
+	n, err := strconv.Atoi(rest)
+	return size{n: n, orphans: orphans}, err == nil && n >= 1
 }
 
 func run(args []string) error {
 	var o options
 	var sizes string
 	fs := flag.NewFlagSet("benchcompare", flag.ContinueOnError)
-	fs.StringVar(&sizes, "procs", "100,1000,3000,10000", "host sizes to measure (processes), comma-separated")
+	fs.StringVar(&sizes, "procs", "100,1000,3000,10000,orphans:3000,orphans:10000", "host sizes to measure (processes), comma-separated; orphans:N is a fleet of orphaned containerd shims, measured with list and ps only")
 	fs.IntVar(&o.runs, "runs", 5, "paired runs of each timed command, and slices of the TUI window (medians are reported)")
 	fs.DurationVar(&o.window, "window", 20*time.Second, "how long the three screens run side by side at each size")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "how long the screens run before the window opens (their first, cold scan)")
 	fs.StringVar(&o.sandtop, "sandtop", "bin/sandtop", "the sandtop binary (e.g. an older build, for a before/after table)")
+	fs.StringVar(&o.before, "before", "", "an older sandtop binary measured beside -sandtop, in the same windows and pairs")
 	fs.BoolVar(&o.noTUI, "no-tui", false, "skip the screens (htop, btop, sandtop)")
 	fs.BoolVar(&o.noAptGet, "no-apt-get", false, "never install missing tools")
 	fs.BoolVar(&o.noNS, "no-pidns", false, "measure on the host as it is, not in a PID namespace of the given size")
 	fs.DurationVar(&o.serveWindow, "serve-window", 0, "how long sandtop serve (15 s interval) is measured at each size; 0 skips it")
 	fs.BoolVar(&o.onlyServe, "only-serve", false, "measure sandtop serve only")
 	fs.IntVar(&o.one, "one", 0, "internal: measure this size here and write the result to -out")
+	fs.BoolVar(&o.orphans, "orphans", false, "internal: with -one, the fleet is orphaned shims")
 	fs.StringVar(&o.out, "out", "", "internal: where -one writes its result")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	for _, f := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-procs %q: want sizes like 100,1000", sizes)
+		sz, ok := parseSize(f)
+		if !ok {
+			return fmt.Errorf("-procs %q: want sizes like 100,1000,orphans:3000", sizes)
 		}
-		o.sizes = append(o.sizes, n)
+		o.sizes = append(o.sizes, sz)
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("run as root: the fleet needs cgroups, the sizes PID namespaces, and missing tools are installed with apt-get")
@@ -112,6 +139,14 @@ func run(args []string) error {
 		return fmt.Errorf("sandtop binary: %w (make build first, or pass -sandtop)", err)
 	}
 	o.sandtop = sandtop
+	if o.before != "" {
+		if o.before, err = filepath.Abs(o.before); err != nil {
+			return err
+		}
+		if _, err := os.Stat(o.before); err != nil {
+			return fmt.Errorf("-before: %w", err)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -122,15 +157,15 @@ func run(args []string) error {
 		return err
 	}
 	start := time.Now()
-	r := &report{machine: describeMachine(), sandtop: o.sandtop, window: o.window}
-	for _, n := range o.sizes {
-		fmt.Fprintf(os.Stderr, "== %d processes\n", n)
-		res, err := measureSize(ctx, o, n)
+	r := &report{machine: describeMachine(), sandtop: o.sandtop, before: o.before, window: o.window}
+	for _, sz := range o.sizes {
+		fmt.Fprintf(os.Stderr, "== %s\n", sz)
+		res, err := measureSize(ctx, o, sz)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.note("%d processes not measured: %v", n, err)
+			r.note("%s not measured: %v", sz, err)
 			continue
 		}
 		r.sizes = append(r.sizes, res)
@@ -142,7 +177,8 @@ func run(args []string) error {
 
 // measureSize measures one size: in a child of its own, in a new PID and
 // mount namespace (unless -no-pidns), and returns what it found.
-func measureSize(ctx context.Context, o options, n int) (*sizeResult, error) {
+func measureSize(ctx context.Context, o options, sz size) (*sizeResult, error) {
+	n := sz.n
 	dir, err := os.MkdirTemp("", "benchcompare-")
 	if err != nil {
 		return nil, err
@@ -157,6 +193,12 @@ func measureSize(ctx context.Context, o options, n int) (*sizeResult, error) {
 		"-window", o.window.String(), "-settle", o.settle.String()}
 	if o.noTUI {
 		args = append(args, "-no-tui")
+	}
+	if sz.orphans {
+		args = append(args, "-orphans")
+	}
+	if o.before != "" {
+		args = append(args, "-before", o.before)
 	}
 	if o.noNS {
 		args = append(args, "-no-pidns")
@@ -186,4 +228,11 @@ func measureSize(ctx context.Context, o options, n int) (*sizeResult, error) {
 		return nil, fmt.Errorf("result of %d: %w", n, err)
 	}
 	return &res, nil
+}
+
+func (sz size) String() string {
+	if sz.orphans {
+		return fmt.Sprintf("%d processes, orphaned shims", sz.n)
+	}
+	return fmt.Sprintf("%d processes", sz.n)
 }

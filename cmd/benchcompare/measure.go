@@ -30,10 +30,19 @@ var floorC []byte
 // sizeResult is everything measured at one size; zero means not measured.
 type sizeResult struct {
 	Target, Procs, Sandboxes int
-	Load                     [2]float64 // 1-minute load average at the start and the end
+	// Orphans is set on a fleet of orphaned shims (list and ps only).
+	Orphans bool
+	Load    [2]float64 // 1-minute load average at the start and the end
 
-	PS, List                        runStat // medians
-	ListWall, ListCPU               float64 // medians of the paired ratios list/ps
+	PS, List          runStat // medians
+	ListWall, ListCPU float64 // medians of the paired ratios list/ps
+	// Before is the -before binary's list, measured in the same
+	// alternation, with its ratios to ps.
+	Before                runStat
+	BeforeWall, BeforeCPU float64
+	BeforeTUI             time.Duration // per refresh
+	// Context switches per second over the TUI window, every thread.
+	SandtopCS, HtopCS, BeforeCS     float64
 	JSONRSS                         int64
 	SandtopCPU, HtopCPU, BtopCPU    time.Duration // per refresh
 	SandtopWake, HtopWake, BtopWake float64       // blocking waits per second
@@ -68,8 +77,8 @@ func measureOne(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	res := &sizeResult{Target: o.one, Load: [2]float64{loadAvg(), 0}}
-	cleanup, err := populate(ctx, o.one)
+	res := &sizeResult{Target: o.one, Orphans: o.orphans, Load: [2]float64{loadAvg(), 0}}
+	cleanup, err := populate(ctx, o.one, o.orphans)
 	defer cleanup()
 	if err != nil {
 		return err
@@ -78,6 +87,10 @@ func measureOne(ctx context.Context, o options) error {
 	if !o.onlyServe {
 		fmt.Fprintf(os.Stderr, "   %d processes; list vs ps…\n", res.Procs)
 		measureList(res, o)
+	}
+	if o.orphans {
+		// The orphan fleet is for list against ps only.
+		o.noTUI, o.onlyServe, o.serveWindow = true, true, 0
 	}
 	if ctx.Err() == nil && !o.onlyServe {
 		measureInProcess(res, o.runs)
@@ -126,13 +139,17 @@ const hostSizeForFleet = 500
 // populate brings the host to about n processes: a bulk fleet, or below
 // hostSizeForFleet that many idle processes in no sandbox. The returned
 // cleanup ends what it started.
-func populate(ctx context.Context, n int) (cleanup func(), err error) {
+func populate(ctx context.Context, n int, orphans bool) (cleanup func(), err error) {
 	n -= countProcs()
 	if n <= 0 {
 		return func() {}, nil
 	}
 	if n+countProcs() >= hostSizeForFleet {
-		f, err := fleet.Start(ctx, fleet.Bulk(n), fleet.Options{})
+		spec := fleet.Bulk(n)
+		if orphans {
+			spec = fleet.BulkOrphans(n)
+		}
+		f, err := fleet.Start(ctx, spec, fleet.Options{})
 		if err != nil {
 			return func() {}, err
 		}
@@ -164,12 +181,27 @@ func populate(ctx context.Context, n int) (cleanup func(), err error) {
 // what sandtop groups by.
 var psArgs = []string{"-eo", "pid,ppid,pgid,stat,cgroup,args"}
 
-// measureList times `ps` and `sandtop list` in alternating pairs, and
-// `sandtop list --json` for its peak RSS.
+// measureList times `ps` and `sandtop list` (and the -before binary's) in
+// alternating pairs, and `sandtop list --json` for its peak RSS.
 func measureList(res *sizeResult, o options) {
-	var ps, list, js []runStat
-	var wall, cpu []float64
+	var ps, list, js, before []runStat
+	var wall, cpu, bwall, bcpu []float64
 	for range o.runs {
+		if o.before != "" {
+			p, err := timeRun("ps", psArgs...)
+			if err != nil {
+				res.note("ps: %v", err)
+				return
+			}
+			b, err := timeRun(o.before, "list")
+			if err != nil {
+				res.note("-before list: %v", err)
+				return
+			}
+			ps, before = append(ps, p), append(before, b)
+			bwall = append(bwall, float64(b.Wall)/float64(p.Wall))
+			bcpu = append(bcpu, float64(b.CPU)/float64(max(p.CPU, time.Millisecond)))
+		}
 		p, err := timeRun("ps", psArgs...)
 		if err != nil {
 			res.note("ps: %v", err)
@@ -192,6 +224,7 @@ func measureList(res *sizeResult, o options) {
 	res.PS, res.List = medianRun(ps), medianRun(list)
 	res.JSONRSS = medianRun(js).MaxRSS
 	res.ListWall, res.ListCPU = median(wall), median(cpu)
+	res.Before, res.BeforeWall, res.BeforeCPU = medianRun(before), median(bwall), median(bcpu)
 	if out, err := exec.Command(o.sandtop, "list", "--json").Output(); err == nil {
 		var doc model.Document
 		if json.Unmarshal(out, &doc) == nil {

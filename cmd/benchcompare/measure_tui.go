@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// screens are the three live screens compared, each refreshing every
-// second: htop in its tree view (-d is in tenths), btop (update_ms in its config) and
-// sandtop's read-only screen.
-var screens = []string{"sandtop", "htop", "btop"}
+// screens are the live screens compared, each refreshing every second:
+// htop in its tree view (-d is in tenths), btop (update_ms in its config),
+// sandtop's read-only screen and, with -before, an older sandtop's.
+var screens = []string{"sandtop", "htop", "btop", "before"}
 
 // idleWindow is how long strace counts each screen's system calls.
 const idleWindow = 10 * time.Second
@@ -53,12 +53,16 @@ func measureTUIs(ctx context.Context, res *sizeResult, o options) error {
 	}
 	cmds := map[string]string{
 		"sandtop": "exec " + shellQuote(o.sandtop) + " watch --interval 1s",
+		"before":  "exec " + shellQuote(o.before) + " watch --interval 1s",
 		"htop":    "exec htop -d 10 -t",
 		"btop":    "XDG_CONFIG_HOME=" + shellQuote(dir) + " LANG=C.UTF-8 exec btop --utf-force",
 	}
 	pids := map[string]int{}
 	for _, name := range screens {
-		if _, err := exec.LookPath(name); name != "sandtop" && err != nil {
+		if name == "before" && o.before == "" {
+			continue
+		}
+		if _, err := exec.LookPath(name); name != "sandtop" && name != "before" && err != nil {
 			res.note("%s not installed: not measured", name)
 			continue
 		}
@@ -80,6 +84,11 @@ func measureTUIs(ctx context.Context, res *sizeResult, o options) error {
 	}
 	slice := o.window / time.Duration(max(o.runs, 1))
 	per := map[string][]time.Duration{}
+	cs := map[string]float64{}
+	windowStart := time.Now()
+	for name, pid := range pids {
+		cs[name] = -ctxSwitches(pid)
+	}
 	for range max(o.runs, 1) {
 		before := map[string]time.Duration{}
 		for name, pid := range pids {
@@ -99,7 +108,12 @@ func measureTUIs(ctx context.Context, res *sizeResult, o options) error {
 			return fmt.Errorf("%s (pid %d) exited during the window", name, pid)
 		}
 	}
+	for name, pid := range pids {
+		cs[name] = (cs[name] + ctxSwitches(pid)) / time.Since(windowStart).Seconds()
+	}
 	res.SandtopCPU, res.HtopCPU, res.BtopCPU = median(per["sandtop"]), median(per["htop"]), median(per["btop"])
+	res.BeforeTUI = median(per["before"])
+	res.SandtopCS, res.HtopCS, res.BeforeCS = cs["sandtop"], cs["htop"], cs["before"]
 	res.TUIRSS, res.TUIHWM = memOf(pids["sandtop"])
 
 	// Blocking waits, all three at once over the same seconds.
@@ -201,6 +215,27 @@ func cpuTime(pid int) time.Duration {
 		}
 	}
 	return time.Duration(ns)
+}
+
+// ctxSwitches is the context switches, voluntary and not, of every thread
+// of pid so far (/proc/PID/task/TID/status).
+func ctxSwitches(pid int) float64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n float64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && (k == "voluntary_ctxt_switches" || k == "nonvoluntary_ctxt_switches") {
+				c, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -236,6 +236,10 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	// nothing is stuck yet).
 	watch := hostview.NewWatcher(s)
 	defer watch.Close()
+	if !uids {
+		// The text table shows no cgroup figures: only the badges'.
+		watch.SetNeeds(model.ResourceNeeds{Figures: model.BadgeFigures})
+	}
 	return hostview.Group(snap, rules, watch), nil
 }
 

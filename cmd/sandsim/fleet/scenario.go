@@ -105,3 +105,15 @@ func Bulk(n int) Spec {
 	}
 	return spec
 }
+
+// BulkOrphans is Bulk with every sandbox a containerd shim whose
+// containerd is dead: each sandbox gets a containerd of its own, killed
+// once the fleet is up, so n counts the shims and their leaves only.
+func BulkOrphans(n int) Spec {
+	spec := Bulk(n)
+	spec.Scenario = fmt.Sprintf("bulk-orphans:%d", n)
+	for i := range spec.Sandboxes {
+		spec.Sandboxes[i].Runtime, spec.Sandboxes[i].Orphan = Containerd, true
+	}
+	return spec
+}

@@ -42,6 +42,10 @@ func NewSource(sc *proc.Scanner, rules model.Rules, rewalk time.Duration, afterS
 	return &Source{sc: sc, b: model.NewBuilder(rules), lo: NewFinder(model.NewLeftovers(rules), rewalk), w: NewWatcher(sc), afterScan: afterScan}
 }
 
+// SetResourceNeeds narrows the cgroup figures the next scans read to
+// what the front end shows (see Watcher.SetNeeds).
+func (s *Source) SetResourceNeeds(n model.ResourceNeeds) { s.w.SetNeeds(n) }
+
 // Scan reads the host once and groups it. What the leftover search could
 // not read stays out of the view; the rest of it is still worth showing.
 func (s *Source) Scan() (*model.View, error) {

@@ -55,8 +55,8 @@ func TestWatchRealStuck(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := b.Build(snap, prev)
-		keys, pids := model.ResourceWants(v)
-		rr.Read(snap, keys, pids)
+		wants, pids := model.ResourceWants(v, model.ResourceNeeds{})
+		rr.Read(snap, wants, pids)
 		prev = w.Apply(v)
 		return prev.Sandbox("stucktest:" + tag)
 	}

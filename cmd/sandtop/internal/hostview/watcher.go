@@ -1,6 +1,8 @@
 package hostview
 
 import (
+	"sync"
+
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -12,21 +14,37 @@ import (
 type Watcher struct {
 	rr *proc.ResourceReader
 	w  model.Watch
+	// needs is what the front end shows (SetNeeds); the zero value reads
+	// every figure.
+	mu    sync.Mutex
+	needs model.ResourceNeeds
 }
 
-// NewWatcher reads the host sc scans (sc may be closed since). The caller
-// closes the Watcher.
+// NewWatcher reads the host sc scans, holding the descriptors of the
+// cgroup files it reads at every refresh out of sc's budget. The caller
+// closes the Watcher before sc.
 func NewWatcher(sc *proc.Scanner) *Watcher {
-	return &Watcher{rr: proc.NewResourceReader(sc.ProcRoot(), sc.Mounts())}
+	return &Watcher{rr: sc.NewResourceReader()}
+}
+
+// SetNeeds narrows what the next Applies read to the figures a front end
+// shows (the screen: its columns, and the sandbox in its detail pane).
+func (t *Watcher) SetNeeds(n model.ResourceNeeds) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.needs = n
 }
 
 // Apply reads what v's sandboxes need and returns v judged (see
 // model.Watch.Apply). v's snapshot must not have been handed out yet.
 func (t *Watcher) Apply(v *model.View) *model.View {
-	keys, pids := model.ResourceWants(v)
-	t.rr.Read(v.Snapshot, keys, pids)
+	t.mu.Lock()
+	needs := t.needs
+	t.mu.Unlock()
+	wants, pids := model.ResourceWants(v, needs)
+	t.rr.Read(v.Snapshot, wants, pids)
 	return t.w.Apply(v)
 }
 
-// Close releases the reader's kernel log.
+// Close releases the reader's kernel log and descriptors.
 func (t *Watcher) Close() { t.rr.Close() }

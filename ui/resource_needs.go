@@ -1,0 +1,34 @@
+package ui
+
+import (
+	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// resourceNeeds is what the next scan must read of the sandboxes'
+// cgroups for this screen: the IO and pressure figures while their
+// columns are shown (or the rows are in their order), every figure of
+// the sandbox in the detail pane, and nothing else (a Watch reads what
+// its badges need anyway). Each file not read is a read saved per
+// dedicated cgroup per refresh.
+func (m *Model) resourceNeeds() model.ResourceNeeds {
+	n := model.ResourceNeeds{Figures: model.BadgeFigures}
+	for _, c := range m.table.cols {
+		switch c.id {
+		case colIO:
+			n.Figures |= proc.HaveIO
+		case colPressure:
+			n.Figures |= proc.HavePressureCPU | proc.HavePressureMemory | proc.HavePressureIO
+		}
+	}
+	switch m.table.sort {
+	case sortIO:
+		n.Figures |= proc.HaveIO
+	case sortPressure:
+		n.Figures |= proc.HavePressureCPU | proc.HavePressureMemory | proc.HavePressureIO
+	}
+	if r := m.table.selected(); m.showDetail && r != nil && r.sb != nil {
+		n.Full = map[string]bool{r.sb.Key(): true}
+	}
+	return n
+}
