@@ -63,10 +63,30 @@ type SandboxJSON struct {
 	// Resources is what the sandbox uses and may use; null for one with
 	// no process left.
 	Resources *ResourcesJSON `json:"resources"`
+	// Network is the sandbox's network namespaces, when they were read.
+	Network []NetworkJSON `json:"network,omitempty"`
 	// Trouble is the evidence for the badges oom, stuck and hollow.
 	Trouble *TroubleJSON `json:"trouble,omitempty"`
 	// Containers are the containers inside a pod (Sandbox.Containers).
 	Containers []ContainerJSON `json:"containers,omitempty"`
+}
+
+// NetworkJSON is one network namespace of a sandbox in a Document.
+type NetworkJSON struct {
+	NetnsInode uint64 `json:"netns_inode"`
+	NetnsName  string `json:"netns_name"`
+	Host       bool   `json:"host"`
+	// Listeners is nil for the host's namespace, whose listeners are not
+	// the sandbox's.
+	Listeners []ListenerJSON `json:"listeners"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// ListenerJSON is a listening socket of a network namespace.
+type ListenerJSON struct {
+	Proto   string `json:"proto"`
+	Address string `json:"address"`
+	Inode   uint64 `json:"inode"`
 }
 
 // ResourcesJSON is a sandbox's Resources in a Document. A figure its
@@ -395,6 +415,16 @@ func (v *View) sandboxJSON(sb *Sandbox, procs []ProcessJSON) SandboxJSON {
 	}
 	if r := v.Resources(sb); r != nil {
 		s.Resources = resourcesJSON(r)
+	}
+	for _, n := range v.Network(sb) {
+		nj := NetworkJSON{NetnsInode: n.Ino, NetnsName: n.Name, Host: n.Host, Error: n.Err}
+		if !n.Host {
+			nj.Listeners = make([]ListenerJSON, 0, len(n.Listeners))
+		}
+		for _, l := range n.Listeners {
+			nj.Listeners = append(nj.Listeners, ListenerJSON{Proto: l.Proto, Address: l.Addr, Inode: l.Inode})
+		}
+		s.Network = append(s.Network, nj)
 	}
 	if t := sb.Trouble; t != nil {
 		s.Trouble = &TroubleJSON{Hollow: t.Hollow}

@@ -200,6 +200,9 @@ func (v *View) Resources(sb *Sandbox) *Resources {
 type ResourceNeeds struct {
 	Figures proc.Figure
 	Full    map[string]bool
+	// Network asks for every sandbox's network namespaces and listeners
+	// (`list --json`); the sandboxes in Full get theirs anyway.
+	Network bool
 }
 
 // BadgeFigures are the figures Watch judges badges by: a ResourceNeeds

@@ -84,8 +84,8 @@ func TestResourceReaderFixture(t *testing.T) {
 
 	got := snap.Resources[v2]
 	want := CgroupResources{
-		Asked: AllFigures,
-		Have:     HaveCPU | HaveMemory | HaveMemoryPeak | HaveOOM | HaveCPULimit | HavePIDs | HavePIDsLimit | HaveIO | HavePressureCPU | HavePressureMemory,
+		Asked:   AllFigures,
+		Have:    HaveCPU | HaveMemory | HaveMemoryPeak | HaveOOM | HaveCPULimit | HavePIDs | HavePIDsLimit | HaveIO | HavePressureCPU | HavePressureMemory,
 		CPUUsec: 2500000, MemoryBytes: 1 << 20, MemoryPeak: 2 << 20, OOMKills: 2, CPULimitCores: 1.5,
 		PIDs: 7, PIDsLimit: 100, IORead: 10, IOWrite: 20, PressureCPU: 1, PressureMemory: 2,
 	}

@@ -151,6 +151,11 @@ type Snapshot struct {
 	// OOMKills are the kernel log's OOM kills a ResourceReader has read
 	// (nil when /dev/kmsg is not readable).
 	OOMKills []OOMKill
+	// NetnsOf is the network namespace (its inode) of each process a
+	// NetworkReader was asked about, and Networks those namespaces; nil
+	// when none was (the screen reads them for its detail pane only).
+	NetnsOf  map[int]uint64
+	Networks map[uint64]*NetNS
 }
 
 // StartTime turns a process's Start ticks into wall-clock time.

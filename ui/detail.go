@@ -265,6 +265,7 @@ func (d detail) sandbox(sb *model.Sandbox, c *rowCtx, inner int) (string, []stri
 	}
 	add("state", sandboxState(sb))
 	d.resources(sb, c, add)
+	d.network(sb, c, add)
 	sup := supervisorText(sb.SupervisorNote)
 	switch {
 	case sb.Orphan:

@@ -236,7 +236,10 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	// nothing is stuck yet).
 	watch := hostview.NewWatcher(s)
 	defer watch.Close()
-	if !uids {
+	if uids {
+		// The document carries every figure and each sandbox's network.
+		watch.SetNeeds(model.ResourceNeeds{Network: true})
+	} else {
 		// The text table shows no cgroup figures: only the badges'.
 		watch.SetNeeds(model.ResourceNeeds{Figures: model.BadgeFigures})
 	}

@@ -7,12 +7,14 @@ import (
 	"github.com/sandtop/sandtop/proc"
 )
 
-// Watcher is a model.Watch with the reader that feeds it: after each
+// Watcher is a model.Watch with the readers that feed it: after each
 // Build it reads the resource files of the view's sandbox cgroups, the
-// wait channels of its members in D and the kernel log's OOM kills into
-// the view's snapshot, then lets the Watch judge.
+// wait channels of its members in D, the kernel log's OOM kills and,
+// where asked (SetNeeds), the sandboxes' network namespaces into the
+// view's snapshot, then lets the Watch judge.
 type Watcher struct {
 	rr *proc.ResourceReader
+	nr *proc.NetworkReader
 	w  model.Watch
 	// needs is what the front end shows (SetNeeds); the zero value reads
 	// every figure.
@@ -24,7 +26,7 @@ type Watcher struct {
 // cgroup files it reads at every refresh out of sc's budget. The caller
 // closes the Watcher before sc.
 func NewWatcher(sc *proc.Scanner) *Watcher {
-	return &Watcher{rr: sc.NewResourceReader()}
+	return &Watcher{rr: sc.NewResourceReader(), nr: proc.NewNetworkReader(sc.ProcRoot())}
 }
 
 // SetNeeds narrows what the next Applies read to the figures a front end
@@ -43,6 +45,7 @@ func (t *Watcher) Apply(v *model.View) *model.View {
 	t.mu.Unlock()
 	wants, pids := model.ResourceWants(v, needs)
 	t.rr.Read(v.Snapshot, wants, pids)
+	t.nr.Read(v.Snapshot, model.NetworkWants(v, needs))
 	return t.w.Apply(v)
 }
 
