@@ -109,19 +109,35 @@ func layTree(sb *Sandbox, ms []*Member, parentOf func(*Member) *Member, kids *ch
 		m.Escaped = m != root && (m.PPID <= 1 || m.Via == ViaCgroup || m.Via == ViaSticky || m.MatchedBy == ByCgroup)
 	}
 	sb.Members = make([]*Member, 0, len(ms))
-	var walk func(m *Member, depth int)
-	walk = func(m *Member, depth int) {
-		m.Depth = depth
-		m.ord = int32(len(sb.Members))
-		sb.Members = append(sb.Members, m)
-		for _, c := range m.Children {
-			walk(c, depth+1)
-		}
+	walk := func(top *Member) {
+		top.Depth = 0
+		preOrder(top, func(m *Member) {
+			if m.Parent != nil && m != top {
+				m.Depth = m.Parent.Depth + 1
+			}
+			m.ord = int32(len(sb.Members))
+			sb.Members = append(sb.Members, m)
+		})
 	}
-	walk(root, 0)
+	walk(root)
 	for _, m := range tops {
 		if m != root {
-			walk(m, 0)
+			walk(m)
+		}
+	}
+}
+
+// preOrder calls visit on top and its descendants, parents before their
+// children, children in order, without recursion: a chain of processes
+// can be as deep as a sandbox has pids.
+func preOrder(top *Member, visit func(*Member)) {
+	stack := []*Member{top}
+	for len(stack) > 0 {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		visit(m)
+		for i := len(m.Children) - 1; i >= 0; i-- {
+			stack = append(stack, m.Children[i])
 		}
 	}
 }
@@ -137,13 +153,7 @@ func breakCycles(ms, tops []*Member) []*Member {
 	for _, m := range ms {
 		m.ord = unseen
 	}
-	var mark func(m *Member)
-	mark = func(m *Member) {
-		m.ord = 0
-		for _, c := range m.Children {
-			mark(c)
-		}
-	}
+	mark := func(top *Member) { preOrder(top, func(m *Member) { m.ord = 0 }) }
 	for _, m := range tops {
 		mark(m)
 	}

@@ -200,17 +200,27 @@ func PlanSubtree(v *model.View, pid int, o PlanOptions) (*Plan, error) {
 	for _, p := range snap.Procs {
 		children[p.PPID] = append(children[p.PPID], p)
 	}
+	// Pre-order, without recursion (a chain can be as deep as the host has
+	// pids), each process once: a snapshot can hold a parent cycle (see
+	// model's breakCycles).
 	var pre []*model.Member
-	var walk func(p *proc.Process, depth int)
-	walk = func(p *proc.Process, depth int) {
-		pre = append(pre, &model.Member{Process: p, Depth: depth})
-		for _, c := range children[p.PID] {
-			if c.PID != p.PID {
-				walk(c, depth+1)
+	seen := map[int]bool{}
+	stack := []*model.Member{{Process: root}}
+	for len(stack) > 0 {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[m.PID] {
+			continue
+		}
+		seen[m.PID] = true
+		pre = append(pre, m)
+		kids := children[m.PID]
+		for i := len(kids) - 1; i >= 0; i-- {
+			if !seen[kids[i].PID] {
+				stack = append(stack, &model.Member{Process: kids[i], Depth: m.Depth + 1})
 			}
 		}
 	}
-	walk(root, 0)
 	if err := refuseAll(v, pre, o.Protected); err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}

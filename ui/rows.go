@@ -234,16 +234,33 @@ func appendHostTree(rows []row, procs []*proc.Process) []row {
 			roots = append(roots, p)
 		}
 	}
-	var walk func(p *proc.Process, lasts []bool)
-	walk = func(p *proc.Process, lasts []bool) {
-		rows = append(rows, row{kind: rowHostProc, key: rowKey{sandbox: hostGroup, id: p.ID()}, p: p, prefix: format.TreeGlyphs(lasts)})
-		ks := kids[p.PID]
-		for i, k := range ks {
-			walk(k, append(slices.Clip(lasts), i == len(ks)-1))
-		}
+	// Pre-order, without recursion: a chain of processes is as deep as
+	// the host has pids. lasts holds, for the node and its ancestors,
+	// whether each is the last of its siblings.
+	type node struct {
+		p     *proc.Process
+		depth int
+		last  bool
 	}
-	for _, r := range roots {
-		walk(r, nil)
+	var (
+		stack []node
+		lasts []bool
+	)
+	for i := len(roots) - 1; i >= 0; i-- {
+		stack = append(stack, node{p: roots[i]})
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		lasts = lasts[:max(n.depth-1, 0)]
+		if n.depth > 0 {
+			lasts = append(lasts, n.last)
+		}
+		rows = append(rows, row{kind: rowHostProc, key: rowKey{sandbox: hostGroup, id: n.p.ID()}, p: n.p, prefix: format.TreeGlyphs(lasts)})
+		ks := kids[n.p.PID]
+		for i := len(ks) - 1; i >= 0; i-- {
+			stack = append(stack, node{p: ks[i], depth: n.depth + 1, last: i == len(ks)-1})
+		}
 	}
 	return rows
 }

@@ -16,7 +16,7 @@ func TreePrefix(m *model.Member) string {
 		return ""
 	}
 	var cols []string
-	for a := m.Parent; a.Parent != nil; a = a.Parent {
+	for a := m.Parent; a.Parent != nil && len(cols) < MaxGlyphLevels; a = a.Parent {
 		if last(a) {
 			cols = append(cols, "   ")
 		} else {
@@ -24,6 +24,9 @@ func TreePrefix(m *model.Member) string {
 		}
 	}
 	var b strings.Builder
+	if more := m.Depth - 1 - len(cols); more > 0 {
+		b.WriteString(elided(more))
+	}
 	for i := len(cols) - 1; i >= 0; i-- {
 		b.WriteString(cols[i])
 	}
@@ -43,7 +46,12 @@ func TreeGlyphs(lasts []bool) string {
 		return ""
 	}
 	var b strings.Builder
-	for _, l := range lasts[:len(lasts)-1] {
+	cols := lasts[:len(lasts)-1]
+	if more := len(cols) - MaxGlyphLevels; more > 0 {
+		b.WriteString(elided(more))
+		cols = cols[more:]
+	}
+	for _, l := range cols {
 		if l {
 			b.WriteString("   ")
 		} else {
@@ -57,6 +65,14 @@ func TreeGlyphs(lasts []bool) string {
 	}
 	return b.String()
 }
+
+// MaxGlyphLevels bounds the levels of glyphs drawn before a node: a chain
+// of processes can be as deep as a sandbox has pids, and a column a level
+// would make each row, and the listing, grow with the square of the
+// depth. The levels above are counted ("[+N]"), not drawn.
+const MaxGlyphLevels = 32
+
+func elided(levels int) string { return fmt.Sprintf("[+%d]", levels) }
 
 func last(m *model.Member) bool {
 	sib := m.Parent.Children
