@@ -165,7 +165,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		p.CleanupRefused = slices.Clone(sb.CleanupRefused)
 	}
 	p.Reconcile = slices.Clone(sb.Reconcile)
-	p.ReconcileAs = reconcileOwner(sb)
+	p.ReconcileAs = reconcileOwner(sb, cmp.Or(o.ProcRoot, "/proc"))
 	// Pre-order reversed puts every process after all of its descendants.
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(sb.Members[i]))

@@ -5,10 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
 )
 
 // reconcileOwner is the uid a sandbox's reconcile command runs as, nil for
@@ -20,18 +23,49 @@ import (
 // run by root it would leave files there the user's podman can no longer
 // change. A sandbox recognised by its cgroup alone (a standalone runc
 // container: its root is the container's init, whose uid the container
-// chooses) keeps sandtop's own.
-func reconcileOwner(sb *model.Sandbox) *int {
+// chooses) keeps sandtop's own. A lazy scan leaves the uid unread (0): it
+// is read then from procRoot, and an owner that cannot be read is unknown
+// (-1), which runs nothing.
+func reconcileOwner(sb *model.Sandbox, procRoot string) *int {
 	r := sb.Root
-	if r == nil || r.Via != model.ViaRule || r.UID < 0 {
+	if r == nil || r.Via != model.ViaRule {
 		return nil
 	}
 	switch r.MatchedBy {
-	case "exe", "argv", "flag":
-		uid := r.UID
-		return &uid
+	case model.ByExe, model.ByArgv, model.ByFlag:
+	default:
+		return nil
 	}
-	return nil
+	uid := r.UID
+	if r.Unread&proc.FieldStatus != 0 {
+		uid = readUID(procRoot, r.ID())
+	}
+	return &uid
+}
+
+// readUID reads the real uid of the process id from its status file, -1
+// when it cannot: gone, or its pid taken by another process since.
+func readUID(procRoot string, id proc.Identity) int {
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(id.PID), "status"))
+	if err != nil {
+		return -1
+	}
+	// Read after the status: a process that still has the identity now
+	// had it when its status was read (a pid is reused only once its
+	// process is gone).
+	if now, _, err := proc.ReadIdentity(procRoot, id.PID); err != nil || now != id {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				if uid, err := strconv.Atoi(f[0]); err == nil {
+					return uid
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // asOwner makes cmd run as the plan's reconcile owner, with that user's
@@ -45,6 +79,9 @@ func asOwner(cmd *exec.Cmd, p *Plan) error {
 		return nil
 	}
 	uid := *p.ReconcileAs
+	if uid < 0 {
+		return fmt.Errorf("not run: the owner of %s could not be read (its process gone or unreadable), and it is not run as anyone else", p.Target)
+	}
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil {
 		return fmt.Errorf("not run: %s belongs to uid %d, which has no passwd entry to run it as", p.Target, uid)
@@ -89,7 +126,11 @@ func ownedBy(fi os.FileInfo, uid int) bool {
 // with the user to run it as when that is not sandtop's own.
 func (p *Plan) reconcileCommand() string {
 	cmd := ShellQuote(p.Reconcile)
-	if p.ReconcileAs != nil && *p.ReconcileAs != os.Geteuid() {
+	switch {
+	case p.ReconcileAs == nil || *p.ReconcileAs == os.Geteuid():
+	case *p.ReconcileAs < 0:
+		cmd += " as its owner (unknown)"
+	default:
 		name := "uid " + strconv.Itoa(*p.ReconcileAs)
 		if u, err := user.LookupId(strconv.Itoa(*p.ReconcileAs)); err == nil {
 			name = u.Username + " (" + name + ")"

@@ -3,8 +3,10 @@ package teardown
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sandtop/sandtop/model"
@@ -79,5 +81,44 @@ func TestReconcileRunsAsOwner(t *testing.T) {
 	ev = RunReconcile(context.Background(), p, func(Event) {})
 	if _, err := os.Stat(marker); err == nil || ev.Status != Fail || !strings.Contains(ev.Detail, "no passwd entry") {
 		t.Errorf("reconcile as a uid with no passwd entry: %s %s (ran: %v)", ev.Status, ev.Detail, err == nil)
+	}
+}
+
+// A lazy scan (kill's) leaves a process's uid unread, as 0: the owner is
+// read from /proc then, from the very process (its identity checked), and
+// is unknown (-1, nothing runs) once that process is gone.
+func TestReconcileOwnerReadsUnreadUID(t *testing.T) {
+	proctest.RequireRoot(t)
+	cmd := exec.Command("sleep", "100")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	id, _, err := proc.ReadIdentity("/proc", cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := &model.Sandbox{Root: &model.Member{
+		Process: &proc.Process{PID: id.PID, Start: id.Start, Unread: proc.FieldStatus},
+		Via:     model.ViaRule, MatchedBy: model.ByFlag,
+	}}
+	if got := reconcileOwner(sb, "/proc"); got == nil || *got != 65534 {
+		t.Errorf("owner of a lazily scanned process of nobody's: %v, want 65534", got)
+	}
+	sb.Root.Start++
+	if got := reconcileOwner(sb, "/proc"); got == nil || *got != -1 {
+		t.Errorf("owner of a pid whose process is not the one scanned: %v, want -1", got)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	sb.Root.Start--
+	if got := reconcileOwner(sb, "/proc"); got == nil || *got != -1 {
+		t.Errorf("owner of a process gone: %v, want -1", got)
+	}
+	unknown := -1
+	ev := RunReconcile(context.Background(), &Plan{Target: "c3", Runtime: "podman", ReconcileAs: &unknown, Reconcile: []string{"/bin/true"}}, func(Event) {})
+	if ev.Status != Fail || !strings.Contains(ev.Detail, "could not be read") {
+		t.Errorf("reconcile with its owner unknown: %s %s", ev.Status, ev.Detail)
 	}
 }
