@@ -308,3 +308,33 @@ func TestDedicatedCgroupNamesTheSandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestStandaloneRuncOnSystemd: runc run -d on a systemd host puts the
+// container beside its caller, in the caller's slice (/system.slice/<id>
+// from a service, /user.slice/user-<uid>.slice/<id> from a login shell), or
+// with --systemd-cgroup in system.slice/runc-<id>.scope. Each is runc's,
+// with runc's reconcile, and no orphan: runc has no supervisor. Never
+// containerd's /<ns>/<id>, which /system.slice/<id> resembles, and never a
+// unit's cgroup.
+func TestStandaloneRuncOnSystemd(t *testing.T) {
+	for _, cg := range []string{"/system.slice/r1", "/user.slice/user-0.slice/r1", "/system.slice/runc-r1.scope"} {
+		t.Run(cg, func(t *testing.T) {
+			v := Build(snap(
+				pr(700, 1, "sleep 100001", cgroup(cg), nspid(1)),
+				pr(701, 700, "sleep 100002", cgroup(cg), nspid(6)),
+			), Presets(), nil)
+			rc := one(t, v, "r1")
+			wantPIDs(t, rc, 700, 701)
+			wantStrings(t, "reconcile", rc.Reconcile, "runc", "delete", "--force", "r1")
+			if rc.Runtime != "runc" || rc.Cgroup != cg || rc.Orphan || len(rc.Badges) != 0 {
+				t.Errorf("runtime %q cgroup %q orphan %v badges %v", rc.Runtime, rc.Cgroup, rc.Orphan, rc.Badges)
+			}
+		})
+	}
+	// A unit's cgroup under a slice is no runc container, whatever runs
+	// in a pid namespace there.
+	v := Build(snap(pr(800, 1, "sleep 1", cgroup("/system.slice/foo.service"), nspid(1))), Presets(), nil)
+	if len(v.Sandboxes) != 0 {
+		t.Errorf("a service's cgroup made sandboxes %v", v.Sandboxes[0].Key())
+	}
+}

@@ -33,7 +33,7 @@ type Daemon struct {
 var Daemons = sync.OnceValue(func() []Daemon {
 	re := regexp.MustCompile
 	return []Daemon{
-		{Name: "containerd", Exe: re(`(?:^|/)containerd$`), Runtimes: []string{"containerd", "docker", "kata", "gvisor", "kubernetes", "runc"},
+		{Name: "containerd", Exe: re(`(?:^|/)containerd$`), Runtimes: []string{"containerd", "docker", "kata", "gvisor", "kubernetes"},
 			Doc: "containerd, behind every shim's -address: containerd/containerd cmd/containerd"},
 		{Name: "dockerd", Exe: re(`(?:^|/)dockerd$`), Runtimes: []string{"docker"},
 			Doc: "the Docker daemon, which runs its containers through containerd's namespace moby: moby/moby cmd/dockerd"},

@@ -295,6 +295,13 @@ func (r *Rule) match(s *subject) (Match, bool) {
 		c.id, c.by = flagVal, ByFlag
 	}
 	c.add(ByCgroup, r.Cgroup, cgroup)
+	// A cgroup named like a systemd unit (foo.service, a slice) is
+	// systemd's, never a sandbox's ID or a runtime's namespace, whatever
+	// shape of path a rule takes it from (containerd's /<ns>/<id> is any
+	// two-level path: /system.slice/foo.service).
+	if c.by == ByCgroup && IsSystemdUnit(c.id) || r.Cgroup != nil && IsSystemdUnit(c.vars["ns"]) {
+		return Match{}, false
+	}
 	c.add(ByCwd, r.Cwd, cwd)
 	id := boundID(r.IDTransform.Apply(c.id))
 	if id == "" {

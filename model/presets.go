@@ -45,6 +45,9 @@ const (
 	// (containerd/containerd pkg/identifiers/validate.go: alphanumerics
 	// joined by single '.', '_' or '-').
 	ctrdIdent = `[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*`
+	// dotlessIdent is ctrdIdent without dots: where a unit's name
+	// (foo.service) could stand, an ID must not look like one.
+	dotlessIdent = `[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*`
 	// kubePod is a Kubernetes pod's cgroup, systemd driver
 	// (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid with _>.slice)
 	// or cgroupfs (/kubepods/<qos>/pod<uid>); the ID is the pod UID.
@@ -277,6 +280,15 @@ var presets = sync.OnceValue(func() Rules {
 			Name:   "docker",
 			Cgroup: re(`(?:^|/)docker-(?P<id>[0-9a-f]{64})\.scope(?:/|$)|(?:^|/)docker/(?P<id>[0-9a-f]{64})(?:/|$)`),
 			Doc:    "Docker container cgroup, systemd driver (system.slice/docker-<id>.scope) or cgroupfs (/docker/<id>): moby/moby daemon/oci_linux.go (WithCgroups: \"system.slice:docker:<id>\" or /docker/<id>)",
+		},
+		{
+			// Before containerd's /<ns>/<id>: /system.slice/<id> has that
+			// shape, and it is runc's.
+			Name:               "runc",
+			Cgroup:             re(`^(?:/[A-Za-z0-9_@.:-]+\.slice)+/(?P<id>` + dotlessIdent + `)$|(?:^|/)runc-(?P<id>` + ctrdIdent + `)\.scope$`),
+			NestedPIDNamespace: true,
+			Reconcile:          []string{"runc", "delete", "--force", "{id}"},
+			Doc:                "standalone OCI container (runc run -d <id>) on a systemd host: with the cgroupfs driver and no cgroupsPath, runc puts the container beside the caller's cgroup, in its parent slice (/system.slice/<id> from a service, /user.slice/user-<uid>.slice/<id> from a login shell), a plain directory systemd never makes in a slice; with --systemd-cgroup, system.slice/runc-<id>.scope. An ID with a dot is not taken from a slice (it could be a unit's name): opencontainers/runc libcontainer/specconv/spec_linux.go (CreateCgroupConfig: parent system.slice, scope prefix runc), libcontainer/cgroups/fs2/defaultpath.go (a relative path is joined to the parent of runc's own cgroup); seen in the Debian 12 test host with runc 1.1.5 (from a service, a login shell)",
 		},
 		{
 			Name:               "containerd",

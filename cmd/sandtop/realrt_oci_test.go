@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sandtop/sandtop/model"
@@ -142,4 +143,65 @@ func (r *rt) runc() {
 	if list := r.cmd("runc", "list", "-q"); strings.Contains(list, id) {
 		r.t.Errorf("runc list still has %s after the reconcile:\n%s", id, list)
 	}
+
+	// Where runc run -d from a systemd service puts it (the caller's
+	// parent slice): cgroupsPath /system.slice/<id>. It is runc's, with
+	// runc's reconcile, not a containerd orphan in namespace system.slice.
+	slice := id + "s"
+	made := map[string]bool{}
+	for _, h := range cgroupHierarchies() {
+		made[h] = !dirExists(filepath.Join(h, "system.slice"))
+	}
+	spec["linux"].(map[string]any)["cgroupsPath"] = "/system.slice/" + slice
+	b, _ = json.Marshal(spec)
+	r.writeFile(filepath.Join(bundle, "config.json"), string(b), 0o644)
+	if out, err := r.try("runc", "run", "-d", "--bundle", bundle, slice); err != nil {
+		r.t.Fatalf("runc run -d with cgroupsPath /system.slice/%s: %v: %s", slice, err, out)
+	}
+	r.t.Cleanup(func() {
+		_, _ = r.try("runc", "delete", "--force", slice)
+		removeCgroups("system.slice/" + slice)
+		for h, mine := range made {
+			if mine {
+				_ = syscall.Rmdir(filepath.Join(h, "system.slice")) // fails, and stays, if anyone else uses it
+			}
+		}
+	})
+	if sb := r.sandbox("containerd:system.slice/" + slice); sb != nil {
+		r.t.Errorf("runc's /system.slice/%s is a containerd sandbox: %+v", slice, sb)
+	}
+	ss := r.mustSandbox("runc:"+slice, 2)
+	if ss.Cgroup != "/system.slice/"+slice || len(ss.Badges) != 0 {
+		r.t.Errorf("runc container in /system.slice: cgroup %q badges %v", ss.Cgroup, ss.Badges)
+	}
+	if _, out, _ := sandtop(r.t, "kill", "--dry-run", slice); !strings.Contains(out, "runc delete --force "+slice) {
+		r.t.Errorf("kill --dry-run of the runc container in /system.slice:\n%s", out)
+	} else {
+		r.t.Logf("kill --dry-run %s:\n%s", slice, out)
+	}
+	out = r.kill(0, "--force", "--grace", "0", "--reconcile", slice)
+	if !strings.Contains(out, "[OK]   reconcile") {
+		r.t.Errorf("kill --reconcile of the runc container in /system.slice:\n%s", out)
+	}
+	r.wantGone("runc container in /system.slice", identities(ss))
+	if list := r.cmd("runc", "list", "-q"); strings.Contains(list, slice) {
+		r.t.Errorf("runc list still has %s after the reconcile:\n%s", slice, list)
+	}
+}
+
+// cgroupHierarchies are the mounted cgroup hierarchies' directories.
+func cgroupHierarchies() []string {
+	hs, _ := filepath.Glob("/sys/fs/cgroup/*")
+	var out []string
+	for _, h := range append(hs, "/sys/fs/cgroup") {
+		if dirExists(h) && (fileExists(filepath.Join(h, "cgroup.procs"))) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
