@@ -644,6 +644,7 @@ func ruleDiff(a, b *Rule) string {
 	cmp("cwd", reString(a.Cwd), reString(b.Cwd))
 	cmp("id_transform", string(a.IDTransform), string(b.IDTransform))
 	cmp("process_group", fmt.Sprint(a.ProcessGroup), fmt.Sprint(b.ProcessGroup))
+	cmp("guest", fmt.Sprint(a.Guest), fmt.Sprint(b.Guest))
 	cmp("supervisor.ancestor", reString(a.Supervisor.Ancestor), reString(b.Supervisor.Ancestor))
 	cmp("supervisor.socket_flag", a.Supervisor.SocketFlag, b.Supervisor.SocketFlag)
 	cmp("cleanup", strings.Join(a.Cleanup, " "), strings.Join(b.Cleanup, " "))

@@ -65,7 +65,7 @@ func (e *RuleError) Unwrap() error { return e.Err }
 func RuleKeys() []string { return slices.Clone(ruleKeys) }
 
 var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "own_cgroup", "cwd",
-	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "supervisor", "cleanup", "leftovers", "reconcile"}
+	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "guest", "supervisor", "cleanup", "leftovers", "reconcile"}
 
 // ParseRules parses a rules file of [[rule]] tables. It reports every
 // problem it finds, each as a *RuleError on its own line naming the file,
@@ -225,6 +225,8 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 			r.NestedPIDNamespace = boolean(raw, key, fail)
 		case "process_group":
 			r.ProcessGroup = boolean(raw, key, fail)
+		case "guest":
+			r.Guest = boolean(raw, key, fail)
 		case "reconcile":
 			r.Reconcile = strs(raw, key, fail)
 		case "cleanup":

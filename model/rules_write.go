@@ -24,6 +24,7 @@ type ruleTOML struct {
 	NestedPIDNamespace bool            `toml:"nested_pid_namespace,omitempty"`
 	IDTransform        string          `toml:"id_transform,omitempty"`
 	ProcessGroup       bool            `toml:"process_group,omitempty"`
+	Guest              bool            `toml:"guest,omitempty"`
 	Cleanup            []string        `toml:"cleanup,omitempty"`
 	Leftovers          []string        `toml:"leftovers,omitempty"`
 	Reconcile          []string        `toml:"reconcile,omitempty"`
@@ -58,6 +59,7 @@ func (r *Rule) toTOML() ruleTOML {
 		NestedPIDNamespace: r.NestedPIDNamespace,
 		IDTransform:        string(r.IDTransform),
 		ProcessGroup:       r.ProcessGroup,
+		Guest:              r.Guest,
 		Cleanup:            r.Cleanup,
 		Leftovers:          r.Leftovers,
 		Reconcile:          r.Reconcile,

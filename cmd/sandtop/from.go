@@ -68,5 +68,8 @@ func recordedView(r *recording.Reader, rules model.Rules, at string) (*model.Vie
 	if err != nil {
 		return nil, fmt.Errorf("--at %s: %w", at, err)
 	}
-	return model.Build(snap, rules, nil), nil
+	// One look, as `list` takes: the recorded figures and kernel log,
+	// but no durations (nothing is stuck yet).
+	var w model.Watch
+	return w.Apply(model.Build(snap, rules, nil)), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
@@ -172,7 +173,7 @@ func runRecord(cmd *cobra.Command, g *globals, o *recordOpts) error {
 	}
 	fmt.Fprintf(errOut, "recording to %s every %s %s\n", o.out, o.interval, until)
 
-	stopped, recErr := recordLoop(ctx, sc, rec, o)
+	stopped, recErr := recordLoop(ctx, sc, rules, rec, o)
 	frames, size, err := rec.close(stopped)
 	if recErr == nil {
 		recErr = err
@@ -191,7 +192,14 @@ func orBackground(ctx context.Context) context.Context {
 
 // recordLoop scans every interval until the context ends, the duration is
 // over or the file is full, and says which.
-func recordLoop(ctx context.Context, sc *proc.Scanner, rec *newRecording, o *recordOpts) (string, error) {
+func recordLoop(ctx context.Context, sc *proc.Scanner, rules model.Rules, rec *newRecording, o *recordOpts) (string, error) {
+	// What a replay needs for the resources block and the oom, stuck and
+	// hollow badges is read for the sandboxes the rules find, as the live
+	// screen reads it; the snapshot carries it into the frame.
+	b := model.NewBuilder(rules)
+	watch := hostview.NewWatcher(sc)
+	defer watch.Close()
+	var prev *model.View
 	tick := time.NewTicker(o.interval)
 	defer tick.Stop()
 	var deadline <-chan time.Time
@@ -206,6 +214,7 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rec *newRecording, o *rec
 		if err != nil {
 			return "scan failed", fmt.Errorf("scan: %w", err)
 		}
+		prev = watch.Apply(b.Build(snap, prev))
 		heap.Refreshed()
 		switch err := rec.write(snap); {
 		case errors.Is(err, recording.ErrMaxSize) && rec.w.Frames() == 0:

@@ -300,8 +300,8 @@ func compareDocs(t *testing.T, r *recording.Reader, frame int, l liveList, rec m
 		}
 		strip := func(s model.SandboxJSON) model.SandboxJSON {
 			// resources are figures that change by the millisecond, and
-			// a recording keeps no cgroup figures (docs/recording.md).
-			s.Processes, s.Resources = nil, nil
+			// a recording keeps no network namespaces (docs/recording.md).
+			s.Processes, s.Resources, s.Network = nil, nil, nil
 			s.Badges = slices.DeleteFunc(slices.Clone(s.Badges), func(b model.Badge) bool { return b == model.BadgeZombie })
 			return s
 		}

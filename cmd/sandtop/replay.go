@@ -65,10 +65,16 @@ type replaySource struct {
 	rules model.Rules
 	mu    sync.Mutex
 	b     *model.Builder
+	// w judges each view from what the recording kept of the cgroups,
+	// wait channels and kernel log; last is the frame it judged last:
+	// a jump starts it over, since a stuck process's time in D and an
+	// OOM counter's growth are counted over frames in order.
+	w    model.Watch
+	last int
 }
 
 func newReplaySource(r *recording.Reader, rules model.Rules) *replaySource {
-	return &replaySource{r: r, rules: rules, b: model.NewBuilder(rules)}
+	return &replaySource{r: r, rules: rules, b: model.NewBuilder(rules), last: -2}
 }
 
 func (s *replaySource) Len() int { return s.r.Len() }
@@ -88,7 +94,11 @@ func (s *replaySource) View(i int, prev *model.View) (*model.View, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Build(snap, prev), nil
+	if i != s.last+1 {
+		s.w = model.Watch{}
+	}
+	s.last = i
+	return s.w.Apply(s.b.Build(snap, prev)), nil
 }
 
 func (s *replaySource) Find(at string) (int, error) {

@@ -45,6 +45,8 @@ matcher captured it, or the value of flag.
   nested_pid_namespace  true: match only processes in a pid namespace
                 below the scanned one (a container, not a host service)
   process_group true: the matched process's whole process group joins
+  guest         true: the matched process runs the guest (a VMM, a
+                Sentry): its cost is the workload's, not the runtime's
   supervisor    { ancestor = 'regex on an ancestor's argv' } (16 levels up)
                 or { socket_flag = "-address" } (alive while it listens);
                 a sandbox whose supervisor is gone is an orphan

@@ -3,7 +3,7 @@
 // and the live screen's --record write, and that `sandtop replay` and
 // `sandtop list --from` read back.
 //
-// # File format (version 1)
+// # File format (version 2; version 1 is read too)
 //
 // All integers in the envelope are little-endian.
 //
@@ -37,7 +37,10 @@
 // with "" at index 0 at every key frame, and each frame first appends the
 // strings it introduces:
 //
-//	frame    = strings host procs cgroups freezers listeners
+//	frame    = strings host procs cgroups freezers listeners watch
+//
+// (version 1 has no watch)
+//
 //	strings  = uvarint count, then count × (uvarint length, bytes)
 //	host     = string
 //
@@ -74,6 +77,21 @@
 //	freezers = as cgroups
 //	listeners= byte 0 unchanged, 1 unknown, 2 changes: uvarint added,
 //	           added × string, uvarint removed, removed × string
+//
+// In both, since version 2, what a refresh read for model.Watch:
+//
+//	watch    = resources gone wchans ooms
+//	resources= uvarint count, then count × (string v2 path, string v1
+//	           path, 15 × uvarint: cpu usec, memory, memory peak, memory
+//	           limit, cpu limit cores (float64 bits), pids, pids limit,
+//	           io read, io write, oom kills, pressure cpu, memory, io
+//	           (float64 bits), have mask, asked mask); in a key frame
+//	           every cgroup, in a delta those whose figures changed
+//	gone     = uvarint count, count × (string v2 path, string v1 path):
+//	           cgroups no longer read (none in a key frame)
+//	wchans   = uvarint count, count × (uvarint pid, string wchan)
+//	ooms     = uvarint count, count × (svarint time (Unix ns), uvarint
+//	           pid, string comm, constraint, task memcg, oom memcg)
 //
 // What does not change while the host runs (boot time, clock ticks, page
 // size, the recorder's pid, the cgroup mounts, the rules) is in the header.

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// FormatVersion is the version this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the version this package writes; it reads every
+// version from 1 (which has no watch trailer) to this one.
+const FormatVersion = 2
 
 // magic opens every recording.
 const magic = "SANDTREC"

@@ -102,8 +102,8 @@ func NewReader(ra io.ReaderAt, size int64) (*Reader, error) {
 		return nil, errors.New("not a sandtop recording")
 	}
 	r.Header.FormatVersion = binary.LittleEndian.Uint32(pre[len(magic):])
-	if r.Header.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("recording format version %d: this sandtop reads version %d", r.Header.FormatVersion, FormatVersion)
+	if r.Header.FormatVersion < 1 || r.Header.FormatVersion > FormatVersion {
+		return nil, fmt.Errorf("recording format version %d: this sandtop reads versions 1 to %d", r.Header.FormatVersion, FormatVersion)
 	}
 	s := scan{r: r, br: br, off: int64(preambleSize), size: size}
 	kind, at, payload, err := s.next()

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -23,6 +24,10 @@ type host struct {
 	lis   map[string]bool
 	next  int
 	tick  uint64
+	// What a Watcher read: cgroup figures, wait channels, OOM kills.
+	res    map[proc.CgroupKey]*proc.CgroupResources
+	wchans map[int]string
+	ooms   []proc.OOMKill
 }
 
 func newHost(seed uint64, n int) *host {
@@ -144,7 +149,40 @@ func (h *host) step() *proc.Snapshot {
 			break
 		}
 	}
+	h.watchStep()
 	return h.snapshot()
+}
+
+// watchStep changes what a Watcher would have read: a cgroup's figures
+// move, a cgroup appears or goes, a process waits in D, the kernel log
+// gains an OOM kill.
+func (h *host) watchStep() {
+	res := map[proc.CgroupKey]*proc.CgroupResources{}
+	for k, r := range h.res {
+		res[k] = r
+	}
+	k := proc.CgroupKey{V2: fmt.Sprintf("/box/%d", h.rng.IntN(5)), V1: []string{"", "/v1box"}[h.rng.IntN(2)]}
+	switch h.rng.IntN(4) {
+	case 0:
+		delete(res, k)
+	case 1, 2:
+		res[k] = &proc.CgroupResources{
+			Asked: proc.AllFigures, Have: proc.Figure(h.rng.IntN(int(proc.AllFigures) + 1)),
+			CPUUsec: h.rng.Uint64(), MemoryBytes: uint64(h.rng.IntN(1 << 30)), MemoryLimit: 1 << 28,
+			CPULimitCores: 1.5, OOMKills: uint64(h.rng.IntN(3)), PressureMemory: h.rng.Float64() * 100,
+		}
+	}
+	h.res = res
+	if len(h.res) == 0 {
+		h.res = nil
+	}
+	h.wchans = nil
+	if h.rng.IntN(3) == 0 {
+		h.wchans = map[int]string{3 + h.rng.IntN(10): "fuse_wait_answer"}
+	}
+	if h.rng.IntN(10) == 0 {
+		h.ooms = append(h.ooms, proc.OOMKill{Time: h.now.Add(-time.Second), PID: 4000 + h.rng.IntN(100), Comm: "stress\\x1b", Constraint: "CONSTRAINT_MEMCG", TaskMemcg: "/box/1", OOMMemcg: "/box/1"})
+	}
 }
 
 func (h *host) snapshot() *proc.Snapshot {
@@ -154,6 +192,7 @@ func (h *host) snapshot() *proc.Snapshot {
 		Cgroups: h.cg, Freezers: map[string]proc.CgroupState{"/freezer/0": {Exists: true, Populated: true}},
 		Listeners: h.lis,
 		Mounts:    proc.Mounts{Unified: "/sys/fs/cgroup/unified", Freezer: "/sys/fs/cgroup/freezer"},
+		Resources: h.res, Wchans: h.wchans, OOMKills: h.ooms,
 	}
 	for pid := 1; pid <= h.next; pid++ {
 		if p := h.procs[pid]; p != nil {
@@ -534,4 +573,46 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadsVersion1: a recording made before the watch trailer (version
+// 1) reads as it did, with no cgroup figures, wait channels or OOM kills.
+func TestReadsVersion1(t *testing.T) {
+	h := newHost(7, 30)
+	snaps := []*proc.Snapshot{h.snapshot()}
+	for range 9 {
+		snaps = append(snaps, h.step())
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, testHeader(snaps[0], 5*time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.enc.v1 = true
+	for _, s := range snaps {
+		if err := w.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close("test"); err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
+	binary.LittleEndian.PutUint32(file[len(magic):], 1)
+	r, err := NewReader(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Header.FormatVersion != 1 || r.Len() != len(snaps) {
+		t.Fatalf("version %d, %d frames; want 1, %d", r.Header.FormatVersion, r.Len(), len(snaps))
+	}
+	for i, want := range snaps {
+		got, err := r.Snapshot(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := *want
+		w.Resources, w.Wchans, w.OOMKills = nil, nil, nil
+		sameSnapshot(t, i, got, &w)
+	}
 }

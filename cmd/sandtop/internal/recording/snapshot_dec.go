@@ -51,6 +51,13 @@ func (d *decoder) apply(kind byte, payload []byte, at time.Time) (*proc.Snapshot
 		snap.Freezers = d.cgroups(in, d.snap.Freezers)
 		snap.Listeners = d.deltaListeners(in, d.snap.Listeners)
 	}
+	if d.hdr.FormatVersion >= 2 {
+		prev := d.snap
+		if kind == kindKey {
+			prev = nil
+		}
+		d.watch(in, prev, snap)
+	}
 	if in.err == nil && len(in.b) != 0 {
 		in.fail(fmt.Errorf("%w: %d bytes after the end", errBad, len(in.b)))
 	}

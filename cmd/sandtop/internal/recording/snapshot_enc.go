@@ -56,6 +56,9 @@ type encoder struct {
 	body  enc
 	out   enc
 	prev  *proc.Snapshot
+	// v1 writes version 1's payloads, for the test that older
+	// recordings still read.
+	v1 bool
 }
 
 func (e *encoder) str(s string) {
@@ -87,6 +90,13 @@ func (e *encoder) encode(snap *proc.Snapshot, key bool) []byte {
 		e.cgroups(e.prev.Cgroups, snap.Cgroups)
 		e.cgroups(e.prev.Freezers, snap.Freezers)
 		e.deltaListeners(e.prev.Listeners, snap.Listeners)
+	}
+	switch {
+	case e.v1:
+	case key || e.prev == nil:
+		e.watch(nil, snap)
+	default:
+		e.watch(e.prev, snap)
 	}
 	e.prev = snap
 	e.out.b = e.out.b[:0]
