@@ -37,7 +37,14 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, envRunArgs+":", err)
 			os.Exit(exitUsage)
 		}
-		os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
+		code := run(args, os.Stdin, os.Stdout, os.Stderr)
+		if _, ok := os.LookupEnv(envReportHWM); ok {
+			reportHWM()
+		}
+		os.Exit(code)
+	}
+	if n, err := strconv.Atoi(os.Getenv(envThreads)); err == nil {
+		holdThreads(n)
 	}
 	fleet.Main(cleanRun{m})
 }
