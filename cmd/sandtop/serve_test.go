@@ -751,6 +751,26 @@ func TestServePrometheus(t *testing.T) {
 			t.Errorf("Prometheus has no %s badge for sandbox %s", c.badge, c.name)
 		}
 	}
+	// The resources metrics reach Prometheus too: the containerd
+	// sandbox's cgroup (one of its own) has its tasks and memory; its
+	// shim, outside that cgroup, is the overhead; no sandsim cgroup sets
+	// a memory limit.
+	orphanID := man.Sandbox("orphan").ID
+	if v, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_pids{id=%q}`, orphanID)); !ok || v < 1 {
+		t.Errorf("sandtop_sandbox_pids of the containerd sandbox = %v (%v), want its tasks", v, ok)
+	}
+	if v, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_memory_bytes{id=%q}`, orphanID)); !ok || v <= 0 {
+		t.Errorf("sandtop_sandbox_memory_bytes of the containerd sandbox = %v (%v)", v, ok)
+	}
+	if v, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_part_memory_bytes{id=%q,part="overhead"}`, orphanID)); !ok || v <= 0 {
+		t.Errorf("the containerd sandbox's overhead memory (its shim) = %v (%v)", v, ok)
+	}
+	if v, ok := p.scalar(`sum(sandtop_sandboxes_without_memory_limit{runtime="containerd"})`); !ok || v < 1 {
+		t.Errorf("sandtop_sandboxes_without_memory_limit for containerd = %v (%v), want the fleet's sandbox counted", v, ok)
+	}
+	if res := p.query(`sandtop_runtime_memory_bytes{runtime="containerd",part="workload"}`); len(res) == 0 {
+		t.Errorf("no sandtop_runtime_memory_bytes for containerd's workload")
+	}
 	late := man.Sandbox("late").ID
 	if _, ok := p.scalar(fmt.Sprintf(`sandtop_sandbox_badge{id=%q,badge="orphan"}`, late)); ok {
 		t.Fatalf("sandbox late is an orphan before its supervisor was killed")
