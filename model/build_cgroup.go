@@ -113,6 +113,9 @@ func (idx cgroupIndex) under(dir string) iter.Seq[*proc.Process] {
 //     libpod-conmon-<id>.scope, which names the ID too; the two have only
 //     machine.slice in common, which holds every machine.
 //
+// The winner is widened to the widest cgroup above it that a layout still
+// recognises (see widen).
+//
 // A candidate is dedicated when nothing in it (or below) belongs to
 // another sandbox or is a process sandtop must never touch; any other
 // process in it is a stray the cgroup claims, as it names the sandbox.
@@ -172,10 +175,29 @@ func (w *build) dedicated(sb *Sandbox, idx cgroupIndex, asked map[string]struct{
 		}
 		asked[cand] = struct{}{}
 		if w.owns(sb, idx, cand) {
-			return cand
+			return w.widen(sb, idx, asked, cand)
 		}
 	}
 	return ""
+}
+
+// widen returns the widest cgroup above cand that a rule's layout still
+// recognises as sb's and that nothing foreign lives in: the unit the
+// runtime made for the sandbox, not the sub-cgroup its processes happen to
+// sit in (machine.slice/machine-m1.scope, not its payload; podman's
+// libpod-<id>.scope, not crun's container below it).
+func (w *build) widen(sb *Sandbox, idx cgroupIndex, asked map[string]struct{}, cand string) string {
+	for {
+		up := cand[:strings.LastIndexByte(cand, '/')]
+		if up == "" || w.claims(sb, up) != claimByLayout {
+			return cand
+		}
+		asked[up] = struct{}{}
+		if !w.owns(sb, idx, up) {
+			return cand
+		}
+		cand = up
+	}
 }
 
 // owns reports whether cand may be treated as sb's own cgroup: it names sb

@@ -10,7 +10,10 @@ package model
 // children, in the same docker-<id>.scope; seen in the Debian 12 test host
 // with docker.io 20.10.24 and runsc 20221219. One container, one sandbox:
 // the outer runtime's, which owns its cgroup and is the one its operator
-// names.
+// names. systemd-nspawn registered with machined is another: nspawn:m1
+// (systemd-nspawn -M m1, in its caller's cgroup or a service) forks the
+// payload, which machined's machine.slice/machine-m1.scope/payload names
+// machine:m1. One machine, one sandbox: nspawn's.
 func (w *build) mergeNested() {
 	byID := make(map[string][]*Sandbox, len(w.byID))
 	nested := false
@@ -48,11 +51,12 @@ func (w *build) parentSandbox(sb *Sandbox) *Sandbox {
 	return nil
 }
 
-// inOwnCgroups reports whether every process of sb lives in a cgroup whose
-// path names sb's ID.
+// inOwnCgroups reports whether every process of sb lives in a cgroup that
+// names sb: its ID in the path, or a layout of its rules (a machine named
+// m1, too short to count as a token, in machine.slice/machine-m1.scope).
 func (w *build) inOwnCgroups(sb *Sandbox) bool {
 	for _, p := range w.procs[sb] {
-		if !namesInPath(p.Cgroup, sb.Namespace, sb.ID) {
+		if w.claims(sb, p.Cgroup) < claimByName {
 			return false
 		}
 	}

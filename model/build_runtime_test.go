@@ -248,9 +248,10 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 // parent or slice that merely holds nothing else at this moment. Podman
 // rootful from a login shell (systemd manager, as the Debian 12 test host
 // showed): conmon in machine.slice/libpod-conmon-<id>.scope, the container in
-// machine.slice/libpod-<id>.scope (crun: …/libpod-<id>.scope/container). Both
-// scopes carry the ID; the only cgroup holding both is machine.slice, which
-// holds every machine of the host.
+// machine.slice/libpod-<id>.scope (crun: …/libpod-<id>.scope/container, and
+// the scope is still the container's). Both scopes carry the ID; the only
+// cgroup holding both is machine.slice, which holds every machine of the
+// host.
 func TestDedicatedCgroupNamesTheSandbox(t *testing.T) {
 	id := "5be1c0a06b5d4aa32b98a3b64ac54b87f4c2f4e3d8e35e7a1c77a58a39a8e2d1"
 	other := "77aa0a06b5d4aa32b98a3b64ac54b87f4c2f4e3d8e35e7a1c77a58a39a8e2d1"
@@ -272,7 +273,7 @@ func TestDedicatedCgroupNamesTheSandbox(t *testing.T) {
 			conmon(600, id),
 			pr(601, 600, "httpd", cgroup(scope+"/container"), nspid(1)),
 			pr(602, 601, "httpd", cgroup(scope+"/container"), nspid(2)),
-		}, scope + "/container", []int{600, 601, 602}},
+		}, scope, []int{600, 601, 602}},
 		{"beside another machine", []*proc.Process{
 			conmon(600, id),
 			pr(601, 600, "httpd", cgroup(scope), nspid(1)),
@@ -337,4 +338,58 @@ func TestStandaloneRuncOnSystemd(t *testing.T) {
 	if len(v.Sandboxes) != 0 {
 		t.Errorf("a service's cgroup made sandboxes %v", v.Sandboxes[0].Key())
 	}
+}
+
+// TestNspawnMachineIsOneSandbox: systemd-nspawn -M <name> registered with
+// machined forks the payload into machine.slice/machine-<name>.scope/payload
+// while nspawn itself stays in its caller's cgroup (a service, a login
+// session with other processes); with --keep-unit in a machine-<name>.scope
+// nspawn is in that scope too. Either way one machine is one sandbox,
+// nspawn's, whose dedicated cgroup is the machine's scope, whatever the
+// name's length.
+func TestNspawnMachineIsOneSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		name, machine, nspawnCg string
+		scope                   string
+	}{
+		{"registered, from a service", "m1", "/system.slice/vmrun.service", `/machine.slice/machine-m1.scope`},
+		{"registered, from a login session", "m1", "/user.slice/user-0.slice/session-3.scope", `/machine.slice/machine-m1.scope`},
+		{"registered, escaped name", "web-1", "/system.slice/vmrun.service", `/machine.slice/machine-web\x2d1.scope`},
+		{"--keep-unit in the machine's scope", "m1", `/machine.slice/machine-m1.scope`, `/machine.slice/machine-m1.scope`},
+		{"--keep-unit, supervisor sub-cgroup", "m1", `/machine.slice/machine-m1.scope/supervisor`, `/machine.slice/machine-m1.scope`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snap(
+				// The caller, no member: in nspawn's cgroup, unless nspawn
+				// was started in a scope of its own (systemd-run --scope).
+				pr(900, 1, "/bin/bash -l", cgroup(callerCgroup(tc.nspawnCg))),
+				pr(901, 900, "systemd-nspawn -q -D /var/lib/machines/"+tc.machine+" -M "+tc.machine+" /bin/sh", cgroup(tc.nspawnCg)),
+				pr(902, 901, "/bin/sh", cgroup(tc.scope+"/payload"), nspid(1)),
+				pr(903, 902, "sleep 100", cgroup(tc.scope+"/payload"), nspid(7)),
+			)
+			v := Build(s, Presets(), nil)
+			if len(v.Sandboxes) != 1 {
+				var keys []string
+				for _, sb := range v.Sandboxes {
+					keys = append(keys, sb.Key())
+				}
+				t.Fatalf("sandboxes %q, want one", keys)
+			}
+			sb := one(t, v, tc.machine)
+			wantPIDs(t, sb, 901, 902, 903)
+			if sb.Runtime != "nspawn" || sb.Cgroup != tc.scope {
+				t.Errorf("runtime %q cgroup %q, want nspawn in %s", sb.Runtime, sb.Cgroup, tc.scope)
+			}
+			if got, err := v.Resolve(tc.machine); err != nil || got != sb {
+				t.Errorf("Resolve(%s) = %v, %v", tc.machine, got, err)
+			}
+		})
+	}
+}
+
+func callerCgroup(nspawnCg string) string {
+	if strings.HasPrefix(nspawnCg, "/machine.slice/") {
+		return "/user.slice/user-0.slice/session-3.scope"
+	}
+	return nspawnCg
 }

@@ -116,6 +116,55 @@ func (r *rt) nspawn() {
 	if !waitUntil(20*time.Second, func() bool { sb = r.sandbox("nspawn:" + id); return sb != nil && len(sb.Processes) >= 3 }) {
 		r.skip("systemd-nspawn did not start its payload: %s", r.logOf("nspawn"))
 	}
+	r.wantOneMachine(id, "/"+id)
 	r.kill(0, "--force", "--grace", "2s", id)
 	r.wantGone("nspawn machine", identities(sb))
+
+	// --keep-unit in a machine scope of its own (as systemd-run --scope
+	// --unit machine-<name> would start it; made by hand here, where no
+	// systemd runs), with a name too short to count as a token of a path:
+	// nspawn, its supervisor and payload sub-cgroups, one sandbox whose
+	// cgroup is the machine's scope.
+	name := "m" + randHex(2)
+	rel := "machine.slice/machine-" + name + ".scope"
+	slice := "/sys/fs/cgroup/unified/machine.slice"
+	madeSlice := !dirExists(slice)
+	r.cgroups = append(r.cgroups, rel)
+	r.t.Cleanup(func() {
+		removeCgroups(rel+"/payload", rel+"/supervisor", rel)
+		if madeSlice {
+			_ = syscall.Rmdir(slice) // fails, and stays, if anyone else uses it
+		}
+	})
+	r.inCgroup("nspawn-scope", rel, "systemd-nspawn", "-q", "-D", rootfs, "-M", name, "--register=no", "--keep-unit",
+		"/bin/sh", "-c", "sleep 100003 & exec sleep 100004")
+	if !waitUntil(20*time.Second, func() bool { sb = r.sandbox("nspawn:" + name); return sb != nil && len(sb.Processes) >= 3 }) {
+		r.t.Fatalf("systemd-nspawn in %s: no sandbox nspawn:%s with its payload: %s", rel, name, r.logOf("nspawn-scope"))
+	}
+	r.wantOneMachine(name, "/"+rel)
+	if _, out, _ := sandtop(r.t, "kill", "--dry-run", name); !strings.Contains(out, "/"+rel+" (dedicated") {
+		r.t.Errorf("kill --dry-run %s:\n%s", name, out)
+	} else {
+		r.t.Logf("kill --dry-run %s:\n%s", name, out)
+	}
+	r.kill(0, "--force", "--grace", "2s", name)
+	r.wantGone("nspawn machine in its scope", identities(sb))
+}
+
+// wantOneMachine fails unless the machine name is exactly one sandbox,
+// nspawn's, with this dedicated cgroup.
+func (r *rt) wantOneMachine(name, cgroup string) {
+	r.t.Helper()
+	var keys []string
+	for _, s := range r.doc().Sandboxes {
+		if s.ID == name {
+			keys = append(keys, s.Key)
+			if s.Runtime != "nspawn" || s.Cgroup != cgroup {
+				r.t.Errorf("machine %s: runtime %q cgroup %q, want nspawn in %s", name, s.Runtime, s.Cgroup, cgroup)
+			}
+		}
+	}
+	if len(keys) != 1 {
+		r.t.Errorf("machine %s is the sandboxes %q, want one", name, keys)
+	}
 }
