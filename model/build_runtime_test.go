@@ -195,6 +195,7 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 	wantPIDs(t, pod, 600, 601, 602)
 	wantStrings(t, "aliases", pod.Aliases, "pod-test-1")
 	wantStrings(t, "reconcile", pod.Reconcile, "podman", "--root", "/r", "--runroot", "/rr", "--tmpdir", "/t", "rm", "--force", id)
+	wantStrings(t, "inspect", pod.Inspect, "podman", "--root", "/r", "--runroot", "/rr", "--tmpdir", "/t", "container", "inspect", id)
 	if pod.Runtime != "podman" || pod.Cgroup != lib || pod.Freezer != lib || pod.CgroupOnly || pod.Orphan {
 		t.Errorf("podman: runtime %q cgroup %q freezer %q cgroup-only %v orphan %v", pod.Runtime, pod.Cgroup, pod.Freezer, pod.CgroupOnly, pod.Orphan)
 	}
@@ -204,6 +205,7 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 	rc := one(t, v, "rcx1")
 	wantPIDs(t, rc, 700, 701)
 	wantStrings(t, "reconcile", rc.Reconcile, "runc", "delete", "--force", "rcx1")
+	wantStrings(t, "inspect", rc.Inspect, "runc", "state", "rcx1")
 	if rc.Runtime != "runc" || rc.Cgroup != "/rcx1" || rc.Orphan {
 		t.Errorf("runc: runtime %q cgroup %q orphan %v", rc.Runtime, rc.Cgroup, rc.Orphan)
 	}
@@ -238,6 +240,7 @@ func TestBuildPodmanRuncNspawn(t *testing.T) {
 	pod = one(t, Build(s, Presets(), nil), id)
 	wantBadges(t, pod, BadgeOrphan)
 	wantStrings(t, "reconcile", pod.Reconcile, "podman", "rm", "--force", id)
+	wantStrings(t, "inspect", pod.Inspect, "podman", "container", "inspect", id)
 	if !pod.CgroupOnly || pod.Cgroup != lib {
 		t.Errorf("conmon-less podman: cgroup-only %v cgroup %q", pod.CgroupOnly, pod.Cgroup)
 	}

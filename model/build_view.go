@@ -62,7 +62,7 @@ func (w *build) finish() *View {
 		sb.Orphan = sb.supOrphan
 		badge(sb, w.snap)
 		sb.Cleanup, sb.CleanupRefused = w.cleanup(sb)
-		sb.Reconcile = w.reconcile(sb)
+		sb.Reconcile, sb.Inspect = w.reconcile(sb)
 		sb.rules = w.rules[sb]
 	}
 	v.members, w.last.members = byPos, byPos
@@ -387,16 +387,20 @@ func (w *build) cleanup(sb *Sandbox) (out, refused []string) {
 	return out, refused
 }
 
-// reconcile picks the runtime's own command to run after a kill: the
-// first rule that recognised the sandbox (in rules order) whose reconcile
-// command expands in full with the sandbox's captures.
-func (w *build) reconcile(sb *Sandbox) []string {
+// reconcile picks the runtime's own command to run after a kill, and the
+// one that asks the runtime's view, from the first rule that recognised
+// the sandbox (in rules order) whose reconcile command expands in full
+// with the sandbox's captures; the inspect command is that rule's, nil
+// when it has none or it does not expand.
+func (w *build) reconcile(sb *Sandbox) (reconcile, inspect []string) {
 	rs := slices.Clone(w.rules[sb])
 	slices.SortFunc(rs, func(a, b *Rule) int { return cmp.Compare(w.ruleIndex[a], w.ruleIndex[b]) })
 	for _, r := range rs {
-		if argv, err := (Match{Rule: r, ID: sb.ID, Vars: sb.Vars}).ReconcileArgv(); err == nil && len(argv) > 0 {
-			return argv
+		m := Match{Rule: r, ID: sb.ID, Vars: sb.Vars}
+		if argv, err := m.ReconcileArgv(); err == nil && len(argv) > 0 {
+			inspect, _ = m.InspectArgv()
+			return argv, inspect
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -21,6 +21,7 @@ func Presets() Rules {
 		c.Cleanup = slices.Clone(r.Cleanup)
 		c.Leftovers = slices.Clone(r.Leftovers)
 		c.Reconcile = slices.Clone(r.Reconcile)
+		c.Inspect = slices.Clone(r.Inspect)
 		out[i] = &c
 	}
 	return out
@@ -244,12 +245,14 @@ var presets = sync.OnceValue(func() Rules {
 			// reconcile command needs to find the container.
 			Argv:      re(`^(?:.*? (?:-n|--name)[ =](?P<alias>[^ ]+))?(?:.*? --exit-command-arg --root --exit-command-arg (?P<root>/[^ ]*) --exit-command-arg --runroot --exit-command-arg (?P<runroot>/[^ ]*))?(?:.*? --exit-command-arg --tmpdir --exit-command-arg (?P<tmpdir>/[^ ]*))?`),
 			Reconcile: []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "rm", "--force", "{id}"},
+			Inspect:   []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "container", "inspect", "{id}"},
 			Doc:       "podman's conmon, the container's monitor (no daemon: conmon --api-version 1 -c <64hex> -u <64hex> -r <runtime> -b <bundle> -p <pidfile> -n <name> … --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg <root> … container cleanup <id>); the name is an alias; podman notices a kill behind its back only when told (podman rm --force, which the first time waits 5 s for conmon's exit file and marks the container exited, the second time removes it): containers/podman libpod/oci_conmon_linux.go (createOCIContainer), libpod/container_internal.go (exit command), containers/conmon src/cli.c (options); seen here with podman 4.3.1 + conmon 2.1.6",
 		},
 		{
 			Name:      "podman",
 			Cgroup:    re(`(?:^|/)libpod-(?P<id>[0-9a-f]{64})(?:\.scope)?(?:/|$)`),
 			Reconcile: []string{"podman", "rm", "--force", "{id}"},
+			Inspect:   []string{"podman", "container", "inspect", "{id}"},
 			Doc:       "podman container cgroup: libpod_parent/libpod-<id> with the cgroupfs manager, machine.slice/libpod-<id>.scope with systemd (conmon sits in libpod_parent/conmon or libpod-conmon-<id>.scope, outside it): containers/podman libpod/runtime_ctr.go, pkg/specgen/generate (cgroup parent); seen here with podman 4.3.1 --cgroup-manager cgroupfs",
 		},
 		{
@@ -310,6 +313,7 @@ var presets = sync.OnceValue(func() Rules {
 			Cgroup:             re(`^/(?P<id>` + ctrdIdent + `)$`),
 			NestedPIDNamespace: true,
 			Reconcile:          []string{"runc", "delete", "--force", "{id}"},
+			Inspect:            []string{"runc", "state", "{id}"},
 			Doc:                "standalone OCI container (runc run -d <id>, or crun run -d <id>, which has the same shape): the runtime exits once the container runs, the container's init is adopted by PID 1, and with no cgroupsPath in config.json its cgroup is /<id>; state in /run/runc/<id> (crun: /run/crun/<id>), listed by runc list: opencontainers/runc libcontainer/specconv/spec_linux.go (CreateCgroupConfig: default cgroup path is the container ID), utils_linux.go (createContainer, default root /run/runc); seen here with runc 1.1.5",
 		},
 		{

@@ -73,6 +73,11 @@ type Rule struct {
 	// prints it; kill --reconcile runs it. It comes from the rule only,
 	// never from a process's argv.
 	Reconcile []string
+	// Inspect is the runtime's own command that prints its view of the
+	// sandbox (podman container inspect {id}, runc state {id}), argv
+	// templates like Reconcile: kill --reconcile runs it afterwards and
+	// quotes what the runtime says, instead of guessing.
+	Inspect []string
 	// Source says where the rule was defined: "file:line" or "preset".
 	Source string
 	// Doc is a one-line description; presets cite the runtime source the

@@ -65,7 +65,7 @@ func (e *RuleError) Unwrap() error { return e.Err }
 func RuleKeys() []string { return slices.Clone(ruleKeys) }
 
 var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "own_cgroup", "cwd",
-	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "guest", "supervisor", "cleanup", "leftovers", "reconcile"}
+	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "guest", "supervisor", "cleanup", "leftovers", "reconcile", "inspect"}
 
 // ParseRules parses a rules file of [[rule]] tables. It reports every
 // problem it finds, each as a *RuleError on its own line naming the file,
@@ -229,6 +229,8 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 			r.Guest = boolean(raw, key, fail)
 		case "reconcile":
 			r.Reconcile = strs(raw, key, fail)
+		case "inspect":
+			r.Inspect = strs(raw, key, fail)
 		case "cleanup":
 			r.Cleanup = strs(raw, key, fail)
 		case "leftovers":
@@ -420,18 +422,24 @@ func (r *Rule) problems() []problem {
 			add("leftovers", "template %q: %v", t, err)
 		}
 	}
-	for i, t := range r.Reconcile {
-		names, err := placeholders(t)
-		if err != nil {
-			add("reconcile", "argument %q: %v", t, err)
-			continue
-		}
-		if i == 0 && (t == "" || len(names) > 0) {
-			add("reconcile", "the command %q must be a fixed program name", t)
-		}
-		for _, n := range names {
-			if !captured[n] {
-				add("reconcile", "argument %q uses {%s}, which no matcher captures", t, n)
+	for _, cmd := range []struct {
+		key  string
+		argv []string
+	}{{"reconcile", r.Reconcile}, {"inspect", r.Inspect}} {
+		key := cmd.key
+		for i, t := range cmd.argv {
+			names, err := placeholders(t)
+			if err != nil {
+				add(key, "argument %q: %v", t, err)
+				continue
+			}
+			if i == 0 && (t == "" || len(names) > 0) {
+				add(key, "the command %q must be a fixed program name", t)
+			}
+			for _, n := range names {
+				if !captured[n] {
+					add(key, "argument %q uses {%s}, which no matcher captures", t, n)
+				}
 			}
 		}
 	}

@@ -66,6 +66,10 @@ func TestParseRulesErrors(t *testing.T) {
 			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "{base}/workspaces/{id}": uses {base}, which no matcher captures`,
 			`bad_cleanup.toml:5: rule "vm0": key "cleanup": template "/run/vm0/sock/{id": "{" without "}"`,
 		}},
+		{"bad_commands.toml", []string{
+			`bad_commands.toml:5: rule "pm": key "reconcile": the command "{id}" must be a fixed program name`,
+			`bad_commands.toml:6: rule "pm": key "inspect": argument "{root}" uses {root}, which no matcher captures`,
+		}},
 		{"syntax.toml", []string{
 			`syntax.toml:3: invalid TOML: strings cannot contain newlines`,
 		}},

@@ -28,6 +28,7 @@ type ruleTOML struct {
 	Cleanup            []string        `toml:"cleanup,omitempty"`
 	Leftovers          []string        `toml:"leftovers,omitempty"`
 	Reconcile          []string        `toml:"reconcile,omitempty"`
+	Inspect            []string        `toml:"inspect,omitempty"`
 	Supervisor         *supervisorTOML `toml:"supervisor,omitempty"`
 }
 
@@ -63,6 +64,7 @@ func (r *Rule) toTOML() ruleTOML {
 		Cleanup:            r.Cleanup,
 		Leftovers:          r.Leftovers,
 		Reconcile:          r.Reconcile,
+		Inspect:            r.Inspect,
 	}
 	if !r.Supervisor.IsZero() {
 		t.Supervisor = &supervisorTOML{

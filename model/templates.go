@@ -70,13 +70,28 @@ func (m Match) CleanupPaths() ([]string, error) {
 // fails when a placeholder has no value: a command with a hole in it is
 // never run.
 func (m Match) ReconcileArgv() ([]string, error) {
-	if m.Rule == nil || len(m.Rule.Reconcile) == 0 {
+	if m.Rule == nil {
 		return nil, nil
 	}
-	out := make([]string, 0, len(m.Rule.Reconcile))
-	for _, t := range m.Rule.Reconcile {
+	return m.argv("reconcile", m.Rule.Reconcile)
+}
+
+// InspectArgv expands the rule's inspect command like ReconcileArgv.
+func (m Match) InspectArgv() ([]string, error) {
+	if m.Rule == nil {
+		return nil, nil
+	}
+	return m.argv("inspect", m.Rule.Inspect)
+}
+
+func (m Match) argv(key string, templates []string) ([]string, error) {
+	if len(templates) == 0 {
+		return nil, nil
+	}
+	out := make([]string, 0, len(templates))
+	for _, t := range templates {
 		if err := m.checkVars(t); err != nil {
-			return nil, fmt.Errorf("reconcile %q: %w", t, err)
+			return nil, fmt.Errorf("%s %q: %w", key, t, err)
 		}
 		out = append(out, m.Expand(t))
 	}

@@ -172,6 +172,9 @@ type Sandbox struct {
 	// makes it notice the sandbox was killed behind its back (podman rm
 	// --force <id>); nil when the runtime notices by itself.
 	Reconcile []string
+	// Inspect is the runtime's own command that prints its view of the
+	// sandbox, from the same rule as Reconcile; nil when it has none.
+	Inspect []string
 	// Leftovers is what a sandbox with no process left still holds (no
 	// Members, no Root, badge leftover); see Leftovers.Apply.
 	Leftovers []Leftover

@@ -192,7 +192,9 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 	done := Event{Step: StepDone, Status: status, Detail: detail, Totals: &t}
 	if len(p.Reconcile) > 0 {
 		done.Reconcile = p.Reconcile
-		done.Detail += "; " + p.Runtime + " still counts it as running until told: run " + p.reconcileCommand()
+		// Whether the runtime noticed is its to say (kill --reconcile asks
+		// it): its own monitor may have recorded the exit, or not.
+		done.Detail += "; if " + p.Runtime + " still lists it, tell it: run " + p.reconcileCommand()
 	}
 	r.event(done)
 	return t

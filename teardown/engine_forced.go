@@ -135,7 +135,68 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 	for _, p := range exited {
 		r.dead[p.ID] = true
 	}
+	r.letMonitorsExit(ctx)
 	return len(r.live()) == 0
+}
+
+// monitorExitWait bounds how long the members outside an emptied
+// dedicated cgroup are given to exit by themselves before they are
+// stopped and killed; monitorIdle is how long they may sit idle (no
+// child, not running) before the wait ends early, as a containerd shim
+// does, which waits to be told.
+const (
+	monitorExitWait = 2 * time.Second
+	monitorIdle     = 200 * time.Millisecond
+)
+
+// letMonitorsExit gives the members left outside the dedicated cgroup, once
+// it is empty, a moment to exit by themselves. They are typically the
+// container's own monitor (podman's conmon), which on its container's
+// death writes the exit status its runtime reads and then exits: SIGSTOPped
+// and killed at once, it dies mid-write, and the runtime is left believing
+// the container runs or is paused (podman then refuses rm --force of a
+// "paused" container it cannot unpause). The wait lasts while one of them
+// is busy (running, or with a child: conmon runs its runtime's cleanup
+// command); whatever is idle or does not exit in time is stopped and
+// killed as before.
+func (r *run) letMonitorsExit(ctx context.Context) {
+	if len(r.live()) == 0 {
+		return
+	}
+	if busy, err := Populated(r.p.CgroupDir); err != nil || busy {
+		return
+	}
+	var names []string
+	start := time.Now()
+	for time.Since(start) < monitorExitWait && ctx.Err() == nil {
+		left := r.live()
+		if len(left) == 0 || time.Since(start) >= monitorIdle && !r.busy(left) {
+			break
+		}
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		exited, _ := WaitExit(wctx, left)
+		cancel()
+		for _, p := range exited {
+			r.dead[p.ID] = true
+			names = append(names, fmt.Sprintf("%d %s", p.ID.PID, p.Comm))
+		}
+	}
+	if len(names) > 0 {
+		r.event(Event{Step: StepWait, Status: OK, Detail: "exited by itself once " + r.p.Cgroup + " was empty (a runtime's monitor records the exit for its runtime): " + strings.Join(names, ", ")})
+	}
+}
+
+// busy reports whether any of the processes is running or has a child.
+func (r *run) busy(ps []*Pinned) bool {
+	for _, p := range ps {
+		if _, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID); err == nil && st == 'R' {
+			return true
+		}
+		if kids, err := proc.Children(r.e.procRoot, p.ID.PID); err == nil && len(kids) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // cgroupNotOurs says why the plan's cgroup may no longer be killed whole,

@@ -60,6 +60,9 @@ type Plan struct {
 	// ReconcileAs is the uid Reconcile runs as, nil for sandtop's own
 	// (see reconcileOwner).
 	ReconcileAs *int
+	// Inspect is the runtime's own command that prints its view of the
+	// sandbox: RunReconcile asks it afterwards and quotes the answer.
+	Inspect []string
 	// Leftovers is what a sandbox with no process left still holds: the
 	// plan of such a sandbox signals nothing and removes these (the ones
 	// with a Keep reason are reported, not removed).
@@ -166,6 +169,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	}
 	p.Reconcile = slices.Clone(sb.Reconcile)
 	p.ReconcileAs = reconcileOwner(sb, cmp.Or(o.ProcRoot, "/proc"))
+	p.Inspect = slices.Clone(sb.Inspect)
 	// Pre-order reversed puts every process after all of its descendants.
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(sb.Members[i]))

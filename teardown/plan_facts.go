@@ -118,7 +118,7 @@ func (p *Plan) Facts() Facts {
 		}
 	}
 	if len(p.Reconcile) > 0 {
-		f.Reconcile = p.reconcileCommand() + " (" + p.Runtime + " does not notice by itself; printed after the kill, run by kill --reconcile)"
+		f.Reconcile = p.reconcileCommand() + " (" + p.Runtime + " may not notice a kill behind its back; printed after the kill, run by kill --reconcile)"
 	}
 	for _, m := range p.Members {
 		if m.Resists != "" {

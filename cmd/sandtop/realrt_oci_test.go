@@ -18,15 +18,24 @@ import (
 // the name an alias; podman pause makes the sandbox paused with conmon
 // running; kill --pid <conmon> on the paused container thaws its
 // libpod-<id> cgroup (every process in it is the target's) and succeeds;
-// podman does not notice (ps says Up) until told, and kill --reconcile
-// tells it: the container is gone from podman ps -a.
+// what podman then says is logged from its own ps (it may or may not have
+// noticed), and kill --reconcile tells it: the container is gone from
+// podman ps -a.
 func (r *rt) podman() {
+	pm, runC := r.podmanEnv()
+	r.podmanChecks(pm, runC)
+}
+
+// podmanEnv sets up a private podman (storage, image) for this run and
+// returns a podman command and a way to start a detached container; all
+// of it is removed at cleanup.
+func (r *rt) podmanEnv() (pm func(args ...string) string, runC func(name, script string) string) {
 	r.need("podman", "conmon", "runc")
 	d := r.shortDir()
 	rootfs := r.rootfs(filepath.Join(d, "rootfs"))
 	global := []string{"podman", "--root", filepath.Join(d, "root"), "--runroot", filepath.Join(d, "run"), "--tmpdir", filepath.Join(d, "tmp"),
 		"--cgroup-manager", "cgroupfs", "--runtime", "runc", "--events-backend", "file", "--storage-driver", "vfs"}
-	pm := func(args ...string) string { return r.cmd(append(append([]string{}, global...), args...)...) }
+	pm = func(args ...string) string { return r.cmd(append(append([]string{}, global...), args...)...) }
 	tar := filepath.Join(d, "rootfs.tar")
 	r.cmd("tar", "-C", rootfs, "-cf", tar, ".")
 	image := "localhost/" + r.tag + ":1"
@@ -41,7 +50,7 @@ func (r *rt) podman() {
 		_, _ = r.try(append(append([]string{}, global...), "rmi", "--all", "--force")...)
 		removeCgroups("libpod_parent/conmon", "libpod_parent")
 	})
-	runC := func(name, script string) string {
+	runC = func(name, script string) string {
 		out, err := r.try(append(append([]string{}, global...), "run", "-d", "--name", name, "--network", "none",
 			"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", image, "/bin/sh", "-c", script)...)
 		if err != nil {
@@ -54,6 +63,10 @@ func (r *rt) podman() {
 		r.t.Cleanup(func() { _, _ = r.try("runc", "delete", "--force", id) })
 		return id
 	}
+	return pm, runC
+}
+
+func (r *rt) podmanChecks(pm func(args ...string) string, runC func(name, script string) string) {
 	paused := runC(r.tag+"-p", "sleep 100001 & exec sleep 100002")
 	other := runC(r.tag+"-o", "exec sleep 100003")
 

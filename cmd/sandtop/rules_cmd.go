@@ -62,6 +62,10 @@ matcher captured it, or the value of flag.
                 --reconcile so the runtime forgets the sandbox: a fixed
                 program name, then arguments with {id} and other captures:
                 ["podman", "rm", "--force", "{id}"]
+  inspect       the runtime's own command that prints its view of the
+                sandbox, run after reconcile and quoted (JSON with
+                "status", or "State": {"Status"}, is read for the state):
+                ["podman", "container", "inspect", "{id}"]
 
 Rules with the same name are one runtime: a process found by any of them
 joins the same sandbox when runtime, namespace and ID agree.
