@@ -127,6 +127,10 @@ type run struct {
 	// round re-reads only what changed.
 	sc       *proc.Scanner
 	lastSnap *proc.Snapshot
+	// passes counts kill passes (the forced phase, then each verify round
+	// that found something left and killed it); stopPasses the SIGSTOP
+	// walk's passes over the tree, summed over every kill pass.
+	passes, stopPasses int
 }
 
 // Run executes the plan, calling emit for each step as it happens (emit is
@@ -181,8 +185,13 @@ func (e *Engine) Run(ctx context.Context, p *Plan, emit func(Event)) Totals {
 		Failed:      r.failed,
 		Elapsed:     e.now().Sub(r.start),
 		Stopped:     r.stopped,
+		Passes:      r.passes,
+		StopPasses:  r.stopPasses,
 	}
 	status, detail := OK, fmt.Sprintf("%d killed, %d already gone, %d survivors in %s", t.Killed, t.AlreadyGone, len(t.Survivors), t.Elapsed.Round(time.Millisecond))
+	if t.Passes > 0 {
+		detail += ", " + words.Count(t.Passes, "kill pass", "kill passes")
+	}
 	if r.stopped != "" {
 		detail += "; stopped by the operator " + r.stopped
 	}

@@ -37,6 +37,7 @@ const quietStopPasses = 3
 // then thawed (v1-frozen tasks die only on thaw); with neither, the tree is
 // SIGSTOPped top-down until no new process appears, then SIGKILLed.
 func (r *run) forced(ctx context.Context) {
+	r.passes++
 	// A task frozen by the v1 freezer dies from SIGKILL only once thawed.
 	r.thawOwned("a task frozen by the v1 freezer dies from SIGKILL only once thawed")
 	switch {
@@ -276,6 +277,7 @@ func (r *run) stopAndKill(ctx context.Context) {
 		return
 	}
 	passes, found, quiet := 0, 0, 0
+	defer func() { r.stopPasses += passes + 1 }()
 	for ; passes < maxStopPasses && ctx.Err() == nil; passes++ {
 		live = r.live()
 		running, added := 0, 0

@@ -112,7 +112,8 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			}
 			r.pinPIDs([]int{p.PID}, 0)
 		}
-		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them", round, words.Count(len(left), "process", "processes"), r.p.Target, newcomers)})
+		r.passes++
+		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them (kill pass %d)", round, words.Count(len(left), "process", "processes"), r.p.Target, newcomers, r.passes)})
 		if r.p.CgroupDir != "" && r.cgroupNotOurs(snap) == "" {
 			if err := Kill(r.p.CgroupDir); err == nil {
 				r.cgroupKilled = true

@@ -82,8 +82,15 @@ type Totals struct {
 	Leftovers []LeftoverResult `json:"leftovers,omitempty"`
 	// Stopped says when the operator stopped the teardown ("during the
 	// grace, before SIGKILL"); empty when it ran to its end.
-	Stopped string        `json:"stopped,omitempty"`
-	Elapsed time.Duration `json:"-"`
+	Stopped string `json:"stopped,omitempty"`
+	// Passes counts kill passes: 1 for the forced phase, one more for
+	// each verify round that found processes left (forked meanwhile) and
+	// killed them; 0 when nothing was killed (a cancelled or leftover-only
+	// teardown). StopPasses counts the SIGSTOP walk's passes over the tree
+	// (0 when cgroup.kill or the freezer did it).
+	Passes     int           `json:"passes"`
+	StopPasses int           `json:"stop_passes"`
+	Elapsed    time.Duration `json:"-"`
 }
 
 // MarshalJSON renders Elapsed in milliseconds, which is what people read.
