@@ -131,6 +131,8 @@ type run struct {
 	// that found something left and killed it); stopPasses the SIGSTOP
 	// walk's passes over the tree, summed over every kill pass.
 	passes, stopPasses int
+	// lost is set when a member exited before the stop pass (see forced).
+	lost bool
 }
 
 // Run executes the plan, calling emit for each step as it happens (emit is

@@ -38,6 +38,10 @@ const quietStopPasses = 3
 // SIGSTOPped top-down until no new process appears, then SIGKILLed.
 func (r *run) forced(ctx context.Context) {
 	r.passes++
+	// A member gone before the stop pass (exited by itself, or of
+	// SIGTERM) may have left children forked after the plan that no pass
+	// will find in the tree: verify looks for them among the suspects.
+	r.lost = len(r.gone)+len(r.dead) > 0
 	// A task frozen by the v1 freezer dies from SIGKILL only once thawed.
 	r.thawOwned("a task frozen by the v1 freezer dies from SIGKILL only once thawed")
 	switch {

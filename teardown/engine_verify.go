@@ -71,7 +71,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		// members; the others are named, never signalled: the operator
 		// included only those the plan listed, which are pinned already.
 		var named []Survivor
-		for _, s := range r.p.scope.find(snap, fresh, r.held, r.e.protected) {
+		for _, s := range r.p.scope.find(snap, fresh, r.held, r.e.protected, r.lost) {
 			if s.Provable {
 				if r.pinPIDs([]int{s.PID}, 0) > 0 {
 					left = append(left, snap.ByPID[s.PID])

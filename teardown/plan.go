@@ -175,7 +175,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 		p.Members = append(p.Members, member(sb.Members[i]))
 	}
 	p.scope = newSuspectScope(v, sb)
-	p.Suspects = p.scope.find(v.Snapshot, v, func(proc.Identity) bool { return false }, o.Protected)
+	p.Suspects = p.scope.find(v.Snapshot, v, func(proc.Identity) bool { return false }, o.Protected, false)
 	p.WithCgroup = o.WithCgroup
 	p.takeSuspects()
 	if o.ProcRoot != "" {
@@ -245,6 +245,12 @@ func PlanSubtree(v *model.View, pid int, o PlanOptions) (*Plan, error) {
 	p.setOptions(o)
 	for i := len(pre) - 1; i >= 0; i-- {
 		p.Members = append(p.Members, member(pre[i]))
+	}
+	// A subtree owns no cgroup, so nothing outside it is ever taken; but
+	// verify still looks for what escaped it during the teardown (a child
+	// re-parented when its parent exited), so as to name it.
+	if p.scope = newSuspectScope(v, &model.Sandbox{Root: pre[0], Members: pre}); p.scope != nil {
+		p.scope.unprovable = true
 	}
 	if o.ProcRoot != "" {
 		p.noteResisters(o.ProcRoot)

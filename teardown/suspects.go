@@ -56,6 +56,8 @@ type suspectScope struct {
 	above map[int]uint64
 	// members are the plan's members.
 	members map[proc.Identity]bool
+	// unprovable is set for a process subtree: no cgroup is its.
+	unprovable bool
 }
 
 func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
@@ -95,8 +97,12 @@ func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
 }
 
 // find lists the suspects of snap. v is a view of snap; members are
-// anything the plan or a pin already holds.
-func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.Identity) bool, protected map[int]bool) []Suspect {
+// anything the plan or a pin already holds. lost says that a member of the
+// tree exited before the stop pass could pin its children (by itself, or
+// from SIGTERM): a child it forked after the plan was then re-parented to
+// a subreaper above the root, in the root's own session, where nothing
+// else tells it from a sibling of the root (it is named, not signalled).
+func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.Identity) bool, protected map[int]bool, lost bool) []Suspect {
 	if sc == nil {
 		return nil
 	}
@@ -129,14 +135,19 @@ func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.
 		} else if sc.groups[p.PGID] {
 			ev = append(ev, fmt.Sprintf("same process group as the sandbox (pgid %d)", p.PGID))
 		}
-		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && parent.SID != p.SID {
+		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost) {
 			who := fmt.Sprintf("pid %d", p.PPID)
 			if parent != nil {
 				who += " " + parent.Comm
 			}
-			ev = append(ev, "parent gone (re-parented to "+who+", in a session of its own)")
+			switch {
+			case p.PPID == 1 || parent.SID != p.SID:
+				ev = append(ev, "parent gone (re-parented to "+who+", in a session of its own)")
+			default:
+				ev = append(ev, "child of "+who+" above the root, started after it while a process of the tree exited before its children were pinned (re-parented, or a sibling of the root)")
+			}
 		}
-		provable := sc.sb.Names(p.Cgroup)
+		provable := !sc.unprovable && sc.sb.Names(p.Cgroup)
 		if len(ev) == 0 && !provable {
 			continue
 		}

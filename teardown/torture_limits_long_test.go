@@ -6,7 +6,7 @@ import "time"
 
 // The full torture run (`make torture`, go test -tags torture). Every
 // figure can still be overridden from the environment: TORTURE_N,
-// TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_TRUTH, TORTURE_SEED.
+// TORTURE_REUSE, TORTURE_CHURN, TORTURE_WATCH, TORTURE_TRUTH, FLOOD_TRIALS, TORTURE_SEED.
 const (
 	tortureLong          = true
 	defaultTrials        = 200
@@ -16,4 +16,5 @@ const (
 	defaultEngineRepeats = 100
 	defaultTruthTrials   = 120
 	defaultStopRounds    = 100
+	defaultFloodTrials   = 20
 )

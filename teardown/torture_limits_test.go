@@ -15,4 +15,5 @@ const (
 	defaultEngineRepeats = 10
 	defaultTruthTrials   = 6
 	defaultStopRounds    = 8
+	defaultFloodTrials   = 2
 )

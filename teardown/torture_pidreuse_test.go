@@ -294,8 +294,9 @@ func killChild(t *testing.T, pid int, plan *Plan) {
 
 // startCanary starts a canary, steering it onto pid through ns_last_pid
 // (the last pid handed out in this namespace; the next fork gets the next
-// free one). The thread is locked so that no other thread of this process
-// is created between the write and the fork.
+// free one); pid 0 takes whatever pid comes. The thread is locked so that
+// no other thread of this process is created between the write and the
+// fork.
 func startCanary(t *testing.T, pid int) *canary {
 	t.Helper()
 	c := &canary{cmd: exec.Command("/bin/sh", "-c", canaryScript)}
@@ -309,7 +310,9 @@ func startCanary(t *testing.T, pid int) *canary {
 	}
 	c.out = bufio.NewReader(stdout)
 	runtime.LockOSThread()
-	err = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0)
+	if pid > 0 {
+		err = os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0)
+	}
 	if err == nil {
 		err = c.cmd.Start()
 	}
