@@ -58,6 +58,9 @@ type suspectScope struct {
 	members map[proc.Identity]bool
 	// unprovable is set for a process subtree: no cgroup is its.
 	unprovable bool
+	// planned is the latest start time in the plan's snapshot: a process
+	// started after it was born during the teardown.
+	planned uint64
 }
 
 func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
@@ -93,6 +96,9 @@ func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
 	}
 	delete(sc.sessions, 0)
 	delete(sc.groups, 0)
+	for _, p := range snap.Procs {
+		sc.planned = max(sc.planned, p.Start)
+	}
 	return sc
 }
 
@@ -101,7 +107,8 @@ func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
 // tree exited before the stop pass could pin its children (by itself, or
 // from SIGTERM): a child it forked after the plan was then re-parented to
 // a subreaper above the root, in the root's own session, where nothing
-// else tells it from a sibling of the root (it is named, not signalled).
+// but its birth during the teardown tells it from a sibling of the root
+// (so it is named, never signalled).
 func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.Identity) bool, protected map[int]bool, lost bool) []Suspect {
 	if sc == nil {
 		return nil
@@ -135,7 +142,7 @@ func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.
 		} else if sc.groups[p.PGID] {
 			ev = append(ev, fmt.Sprintf("same process group as the sandbox (pgid %d)", p.PGID))
 		}
-		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost) {
+		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost && p.Start > sc.planned) {
 			who := fmt.Sprintf("pid %d", p.PPID)
 			if parent != nil {
 				who += " " + parent.Comm
@@ -144,7 +151,7 @@ func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.
 			case p.PPID == 1 || parent.SID != p.SID:
 				ev = append(ev, "parent gone (re-parented to "+who+", in a session of its own)")
 			default:
-				ev = append(ev, "child of "+who+" above the root, started after it while a process of the tree exited before its children were pinned (re-parented, or a sibling of the root)")
+				ev = append(ev, "child of "+who+" above the root, born during the teardown while a process of the tree exited before its children were pinned (re-parented, or a sibling of the root)")
 			}
 		}
 		provable := !sc.unprovable && sc.sb.Names(p.Cgroup)

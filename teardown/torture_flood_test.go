@@ -14,8 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/words"
@@ -402,4 +405,171 @@ func TestChurnParentExitsMidTeardown(t *testing.T) {
 		}
 		t.Errorf("the escaped child %d lives: want a failed teardown naming it, got ok=%v survivors %+v", late[0], tot.OK(), tot.Survivors)
 	}
+}
+
+// TestChurnPIDReuseMidTeardown: a sandbox's processes exit in the middle of
+// its teardown (SIGTERM during the grace) and bystanders take their pids
+// at once (steered through ns_last_pid), while the engine still has the
+// SIGKILL phase and verify to run: no bystander may receive anything, and
+// the teardown must end clean with its passes counted. It runs in a
+// private pid namespace, like TestTorturePIDReuse, where only this test
+// forks.
+func TestChurnPIDReuseMidTeardown(t *testing.T) {
+	proctest.RequireRoot(t)
+	rounds := envInt(t, "FLOOD_TRIALS", defaultFloodTrials)
+	cmd := childCmd(t, "", "TestChurnPIDReuseMidTeardownChild", "FLOOD_TRIALS="+strconv.Itoa(rounds))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out, err := runChild(ctx, cmd)
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
+		proctest.SkipMissing(t, "cannot make a pid namespace here: %v", err)
+	}
+	fig := ""
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "TORTURE reuse_midteardown:"); i >= 0 {
+			fig = l[i:]
+		}
+	}
+	if err != nil || fig == "" {
+		t.Fatalf("pid-namespace child failed: %v\n%s", err, out)
+	}
+	t.Log(fig)
+}
+
+func TestChurnPIDReuseMidTeardownChild(t *testing.T) {
+	childRole(t, "TestChurnPIDReuseMidTeardownChild")
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make mounts private: %v", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		t.Fatalf("mount procfs: %v", err)
+	}
+	// Bystanders live in a cgroup of their own, so that nothing but the
+	// pid ties them to the sandbox.
+	bycg := newCgroup(t, cgroupMount(t, ""))
+	rounds := envInt(t, "FLOOD_TRIALS", 1)
+	var reused, wrong, survivors int
+	var passes []int
+	var el []time.Duration
+	for round := range rounds {
+		saved := pidfdOpen
+		if round%2 == 1 {
+			// Also a kernel without pidfd_open: kill(2) after a
+			// start-time re-check, where a reused pid could be hit.
+			pidfdOpen = func(int, int) (int, error) { return -1, unix.ENOSYS }
+		}
+		r := reuseMidTeardown(t, bycg)
+		pidfdOpen = saved
+		reused, wrong, survivors = reused+r.reused, wrong+r.wrong, survivors+r.survivors
+		passes, el = append(passes, r.passes), append(el, r.elapsed.Round(time.Millisecond))
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("TORTURE reuse_midteardown: rounds=%d pids_reused_mid_teardown=%d bystanders_harmed=%d survivors=%d passes=%v elapsed=%v ",
+		rounds, reused, wrong, survivors, passes, el)
+	if reused < rounds {
+		t.Errorf("only %d pids reused in %d rounds: the test did not exercise reuse", reused, rounds)
+	}
+}
+
+type midResult struct {
+	reused, wrong, survivors, passes int
+	elapsed                          time.Duration
+}
+
+// reuseMidTeardown runs one round: a shell that ignores SIGTERM with three
+// children that die of it; during the grace, once they are dead and
+// reaped, a bystander is started on each of their pids.
+func reuseMidTeardown(t *testing.T, bycg string) midResult {
+	var res midResult
+	victim := exec.Command("/bin/sh", "-c", `trap '' TERM; for i in 1 2 3; do (trap - TERM; exec sleep 600) & done; while :; do wait; sleep 1; done`)
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reap(victim) })
+	waitChildren(t, victim.Process.Pid, 3)
+	eng, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := proc.NewScanner(proc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	snap, err := sc.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := PlanSubtree(model.Build(snap, nil, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second, Protected: eng.Protected()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bystanders []*canary
+	t.Cleanup(func() {
+		for _, c := range bystanders {
+			c.stdin.Close()
+			reap(c.cmd)
+		}
+	})
+	taken := map[int]bool{}
+	// since is, per bystander pid, the first event emitted after it took
+	// the pid: anything before went to the sandbox's process.
+	since := map[int]int{}
+	var events []Event
+	start := time.Now()
+	tot := eng.Run(context.Background(), plan, func(ev Event) {
+		events = append(events, ev)
+		if ev.Step != StepWait && ev.Step != StepStop {
+			return
+		}
+		// Mid-teardown: every planned pid that is free now goes to a
+		// bystander.
+		for _, m := range plan.Members {
+			if taken[m.PID] {
+				continue
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", m.PID)); err == nil {
+				continue
+			}
+			c := startCanary(t, m.PID)
+			moveInto(t, bycg, c.id.PID)
+			since[c.id.PID] = len(events)
+			bystanders = append(bystanders, c)
+			if c.id.PID == m.PID {
+				taken[m.PID] = true
+				res.reused++
+			}
+		}
+	})
+	res.elapsed, res.passes = time.Since(start), tot.Passes
+	for i, ev := range events {
+		if from, ok := since[ev.PID]; ok && i >= from && ev.Signal != "" && ev.Status == OK {
+			res.wrong++
+			t.Errorf("the engine reports %s sent to pid %d, now a bystander's: %s", ev.Signal, ev.PID, ev.Text())
+		}
+	}
+	for _, c := range bystanders {
+		if w := c.check(t); w != "" {
+			res.wrong++
+			t.Errorf("bystander %v (new owner of a planned pid) got %s", c.id, w)
+		}
+	}
+	bystanders = nil
+	for _, m := range plan.Members {
+		if id, st, err := proc.ReadIdentity("/proc", m.PID); err == nil && id == m.Identity && st != 'Z' {
+			res.survivors++
+		}
+	}
+	if !tot.OK() || res.survivors > 0 || tot.Passes < 1 {
+		t.Errorf("teardown: ok %v, %d planned processes alive, totals %+v", tot.OK(), res.survivors, tot)
+	}
+	if t.Failed() {
+		for _, ev := range events {
+			t.Logf("[%s] %s", ev.Status, ev.Text())
+		}
+	}
+	return res
 }
