@@ -33,7 +33,7 @@ const (
 	// MaxValueBytes bounds every other string (a name, a flag, a template):
 	// a path is at most PATH_MAX, 4096 bytes.
 	MaxValueBytes = 4096
-	// MaxListItems bounds each list (cleanup, leftovers, reconcile).
+	// MaxListItems bounds each list (cleanup, leftovers, reconcile, inspect).
 	MaxListItems = 64
 	// maxNesting bounds how deep arrays and inline tables nest. A rules
 	// file needs two levels; BurntSushi/toml's time grows with the cube of
