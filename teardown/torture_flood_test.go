@@ -152,10 +152,7 @@ type floodResult struct {
 
 // floodTrial tears fb down while it floods, with bystanders around it,
 // and checks the outcome.
-// With allowNamed, survivors are allowed when the teardown fails naming
-// each of them (processes that escaped a subtree, which no evidence ties
-// to it beyond doubt).
-func floodTrial(t *testing.T, fb *floodBox, dedicated, allowNamed bool, grace time.Duration) floodResult {
+func floodTrial(t *testing.T, fb *floodBox, dedicated bool, grace time.Duration) floodResult {
 	t.Helper()
 	// Bystanders: one in the test's own cgroup, one in a sibling v2
 	// cgroup of the flood's (its parent is the same).
@@ -236,9 +233,7 @@ func floodTrial(t *testing.T, fb *floodBox, dedicated, allowNamed bool, grace ti
 	}
 	switch {
 	case res.survivors > 0 || !res.ok:
-		if !allowNamed || res.ok || res.named < res.survivors {
-			t.Errorf("flood %s: %d alive in its cgroup after the teardown, totals %+v", fb.id, res.survivors, tot)
-		}
+		t.Errorf("flood %s: %d alive in its cgroup after the teardown, totals %+v", fb.id, res.survivors, tot)
 	case res.elapsed > floodBound:
 		t.Errorf("flood %s: the teardown took %s, more than %s", fb.id, res.elapsed, floodBound)
 	case tot.Passes < 1 || done == nil || !strings.Contains(done.Detail, words.Count(tot.Passes, "kill pass", "kill passes")):
@@ -285,7 +280,7 @@ func TestFloodForkBomb(t *testing.T) {
 			var rs []floodResult
 			for i := range trials {
 				fb := startFlood(t, dedicated, perl, "-e", forkBomb)
-				rs = append(rs, floodTrial(t, fb, dedicated, false, []time.Duration{0, 300 * time.Millisecond}[i%2]))
+				rs = append(rs, floodTrial(t, fb, dedicated, []time.Duration{0, 300 * time.Millisecond}[i%2]))
 				if t.Failed() {
 					break
 				}
@@ -311,7 +306,7 @@ func TestFloodExecLoop(t *testing.T) {
 	}
 	// The root starts a looper every few milliseconds; a fork that fails
 	// at pids.max is retried (a shell would die of it, and its children
-	// escape the tree: see TestFloodRootDies).
+	// escape the tree: see TestChurnParentExitsMidTeardown).
 	perl, err := exec.LookPath("perl")
 	if err != nil {
 		proctest.SkipMissing(t, "needs perl for the exec flood's root")
@@ -324,7 +319,7 @@ func TestFloodExecLoop(t *testing.T) {
 			var rs []floodResult
 			for i := range trials {
 				fb := startFlood(t, dedicated, perl, "-e", root, a)
-				rs = append(rs, floodTrial(t, fb, dedicated, false, []time.Duration{0, 300 * time.Millisecond}[i%2]))
+				rs = append(rs, floodTrial(t, fb, dedicated, []time.Duration{0, 300 * time.Millisecond}[i%2]))
 				if t.Failed() {
 					break
 				}
