@@ -35,9 +35,11 @@ import (
 // passes it took.
 
 // floodBound is the longest a flood's teardown may take (the grace
-// included) before the trial fails: the verify deadline plus slack for a
-// loaded two-core host.
-const floodBound = 60 * time.Second
+// included) before the trial fails. On an idle host a trial takes a
+// second or two; on this shared two-core host, at load averages of
+// several hundred, the scan that re-judges a dedicated cgroup before
+// cgroup.kill alone took a minute.
+const floodBound = 2 * time.Minute
 
 // floodPidsMax bounds each flood: enough processes to keep the SIGSTOP walk
 // busy, few enough not to starve a shared host.
@@ -188,7 +190,10 @@ func floodTrial(t *testing.T, fb *floodBox, dedicated bool, grace time.Duration)
 		t.Fatal(err)
 	}
 	v := model.Build(snap, rules, nil)
-	po := PlanOptions{Grace: grace, Deadline: 10 * time.Second, Protected: eng.Protected(), ProcRoot: "/proc"}
+	// A flood's process that is exiting may sit in D for seconds on a
+	// loaded host while the kernel frees its memory (unlink_file_vma):
+	// verify's deadline leaves it the time.
+	po := PlanOptions{Grace: grace, Deadline: 30 * time.Second, Protected: eng.Protected(), ProcRoot: "/proc"}
 	var plan *Plan
 	if dedicated {
 		sb := v.Sandbox("flood:" + fb.id)
