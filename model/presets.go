@@ -291,6 +291,7 @@ var presets = sync.OnceValue(func() Rules {
 			Cgroup:             re(`^(?:/[A-Za-z0-9_@.:-]+\.slice)+/(?P<id>` + dotlessIdent + `)$|(?:^|/)runc-(?P<id>` + ctrdIdent + `)\.scope$`),
 			NestedPIDNamespace: true,
 			Reconcile:          []string{"runc", "delete", "--force", "{id}"},
+			Inspect:            []string{"runc", "state", "{id}"},
 			Doc:                "standalone OCI container (runc run -d <id>) on a systemd host: with the cgroupfs driver and no cgroupsPath, runc puts the container beside the caller's cgroup, in its parent slice (/system.slice/<id> from a service, /user.slice/user-<uid>.slice/<id> from a login shell), a plain directory systemd never makes in a slice; with --systemd-cgroup, system.slice/runc-<id>.scope. An ID with a dot is not taken from a slice (it could be a unit's name): opencontainers/runc libcontainer/specconv/spec_linux.go (CreateCgroupConfig: parent system.slice, scope prefix runc), libcontainer/cgroups/fs2/defaultpath.go (a relative path is joined to the parent of runc's own cgroup); seen in the Debian 12 test host with runc 1.1.5 (from a service, a login shell)",
 		},
 		{
