@@ -186,30 +186,28 @@ var psArgs = []string{"-eo", "pid,ppid,pgid,stat,cgroup,args"}
 func measureList(res *sizeResult, o options) {
 	var ps, list, js, before []runStat
 	var wall, cpu, bwall, bcpu []float64
-	for range o.runs {
-		if o.before != "" {
-			p, err := timeRun("ps", psArgs...)
-			if err != nil {
-				res.note("ps: %v", err)
-				return
-			}
-			b, err := timeRun(o.before, "list")
-			if err != nil {
-				res.note("-before list: %v", err)
-				return
-			}
-			ps, before = append(ps, p), append(before, b)
-			bwall = append(bwall, float64(b.Wall)/float64(p.Wall))
-			bcpu = append(bcpu, float64(b.CPU)/float64(max(p.CPU, time.Millisecond)))
-		}
+	// pair times ps then bin's list, and keeps both and their ratios.
+	pair := func(bin string, runs *[]runStat, wall, cpu *[]float64) bool {
 		p, err := timeRun("ps", psArgs...)
 		if err != nil {
 			res.note("ps: %v", err)
+			return false
+		}
+		l, err := timeRun(bin, "list")
+		if err != nil {
+			res.note("%s list: %v", bin, err)
+			return false
+		}
+		ps, *runs = append(ps, p), append(*runs, l)
+		*wall = append(*wall, float64(l.Wall)/float64(p.Wall))
+		*cpu = append(*cpu, float64(l.CPU)/float64(max(p.CPU, time.Millisecond)))
+		return true
+	}
+	for range o.runs {
+		if o.before != "" && !pair(o.before, &before, &bwall, &bcpu) {
 			return
 		}
-		l, err := timeRun(o.sandtop, "list")
-		if err != nil {
-			res.note("sandtop list: %v", err)
+		if !pair(o.sandtop, &list, &wall, &cpu) {
 			return
 		}
 		j, err := timeRun(o.sandtop, "list", "--json")
@@ -217,9 +215,7 @@ func measureList(res *sizeResult, o options) {
 			res.note("sandtop list --json: %v", err)
 			return
 		}
-		ps, list, js = append(ps, p), append(list, l), append(js, j)
-		wall = append(wall, float64(l.Wall)/float64(p.Wall))
-		cpu = append(cpu, float64(l.CPU)/float64(max(p.CPU, time.Millisecond)))
+		js = append(js, j)
 	}
 	res.PS, res.List = medianRun(ps), medianRun(list)
 	res.JSONRSS = medianRun(js).MaxRSS
