@@ -3,17 +3,22 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/assets"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -63,12 +68,22 @@ name = "hostile"
 exe = '^agentbox%s'
 flag = "--box"
 cleanup = [%q]
-leftovers = [%q]
+leftovers = [%q, %q]
 reconcile = ["true", "{id}"]
-`, tag, filepath.Join(f.tmp, "gone", "{id}"), filepath.Join(left, "{id}"))
+`, tag, filepath.Join(f.tmp, "gone", "{id}"), filepath.Join(left, "{id}"), "socket:"+filepath.Join(f.tmp, "sock", "{id}"))
 	if err := os.WriteFile(f.rules, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A dead socket of the leftover: its kind's lines carry the ID too.
+	if err := os.MkdirAll(filepath.Join(f.tmp, "sock"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(f.tmp, "sock", f.leftoverID), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
 	f.root = f.start(t, link, cwd, f.id, "--note", hostileText)
 	return f
 }
@@ -175,6 +190,9 @@ func TestHostileFleet(t *testing.T) {
 	if sb == nil || find(doc, strings.ToValidUTF8(f.leftoverID, "\ufffd")) == nil {
 		t.Fatalf("list --json lost the hostile sandbox or its leftover (the JSON must keep the bytes):\n%s", out)
 	}
+	if left := find(doc, strings.ToValidUTF8(f.leftoverID, "\ufffd")); !slices.ContainsFunc(left.Leftovers, func(l model.LeftoverJSON) bool { return l.Kind == "socket" }) {
+		t.Errorf("list --json: the leftover's dead socket is not found, so its kind's lines are not checked: %+v", left.Leftovers)
+	}
 	if len(sb.Processes) < 2 || !strings.Contains(strings.Join(sb.Processes[0].Argv, " "), strings.ToValidUTF8(hostileText, "\ufffd")) {
 		t.Errorf("list --json: the argv is not kept as it is: %+v", sb.Processes)
 	}
@@ -244,5 +262,51 @@ func TestHostileFleet(t *testing.T) {
 		if _, st, _ := proc.ReadIdentity("/proc", f.root.Process.Pid); st != 'Z' {
 			t.Errorf("the hostile sandbox's root survived its kill")
 		}
+	}
+}
+
+// TestHostileFleetRemote runs the outputs that read the hostile fleet
+// through serve: its landing page and metrics, list --from its URL, and list --prometheus from a Prometheus that
+// scrapes it. Each shows the hostile text escaped and forges no line.
+func TestHostileFleetRemote(t *testing.T) {
+	f := startHostileFleet(t)
+	s := startServe(t, nil, "--rules", f.rules, "--no-presets", "--per-sandbox", "--interval", "100ms")
+	waitHealthy(t, s)
+	for _, path := range []string{"/", "/metrics"} {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assertTerminalSafe(t, "serve "+path, string(body), false)
+		if path == "/metrics" && !strings.Contains(string(body), "hx"+f.tag) {
+			t.Errorf("serve /metrics has no series of the hostile sandbox")
+		}
+	}
+	for _, args := range [][]string{{"list", "--from", s.url}, {"list", "--wide", "--all", "--from", s.url}} {
+		code, out, errOut := f.run(t, args...)
+		assertTerminalSafe(t, strings.Join(args[:2], " ")+" URL (stdout)", out, false)
+		assertTerminalSafe(t, strings.Join(args[:2], " ")+" URL (stderr)", errOut, false)
+		if code != 0 || !strings.Contains(out, `\x1b`) {
+			t.Errorf("%v: exit %d, want the hostile sandbox shown escaped:\n%s%s", args, code, out, errOut)
+		}
+	}
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Skip("no prometheus: list --prometheus not run")
+	}
+	p := startPrometheus(t, assets.Alerts(), strings.TrimPrefix(s.url, "http://"))
+	var out, errOut string
+	var code int
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		code, out, errOut = sandtop(t, "list", "--prometheus", p.url)
+		if code == 0 && strings.Contains(out, "hx"+f.tag) {
+			break
+		}
+	}
+	assertTerminalSafe(t, "list --prometheus (stdout)", out, false)
+	assertTerminalSafe(t, "list --prometheus (stderr)", errOut, false)
+	if code != 0 || !strings.Contains(out, "hx"+f.tag) {
+		t.Errorf("list --prometheus: exit %d, the hostile sandbox not listed:\n%s%s", code, out, errOut)
 	}
 }

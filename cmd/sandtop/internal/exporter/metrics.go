@@ -213,9 +213,21 @@ func perSandbox(v *model.View, limit int, cpu cpuTotals, windows map[badgeKey]ba
 			}
 		}
 	}
-	out := make([]sandboxSample, len(picked))
-	for i, sb := range picked {
-		smp := sandboxSample{key: sb.Key(), id: sb.ID, runtime: sb.Runtime, namespace: sb.Namespace, badges: sb.Badges, res: v.Resources(sb)}
+	out := make([]sandboxSample, 0, len(picked))
+	seen := make(map[[3]string]bool, len(picked))
+	for _, sb := range picked {
+		// Label values must be UTF-8, and should show a terminal (curl
+		// of /metrics) nothing it would act on: a process's own ID may
+		// hold anything, so they are escaped as every text output is.
+		// Two IDs alike once escaped would be one series twice, which
+		// fails the whole scrape: the second is left out.
+		smp := sandboxSample{key: sb.Key(), id: model.Printable(sb.ID), runtime: model.Printable(sb.Runtime), namespace: model.Printable(sb.Namespace),
+			badges: sb.Badges, res: v.Resources(sb)}
+		labels := [3]string{smp.id, smp.runtime, smp.namespace}
+		if seen[labels] {
+			continue
+		}
+		seen[labels] = true
 		for _, b := range sb.Badges {
 			smp.windows = append(smp.windows, windows[badgeKey{sb.Key(), b}])
 		}
@@ -223,10 +235,10 @@ func perSandbox(v *model.View, limit int, cpu cpuTotals, windows map[badgeKey]ba
 			smp.rss += m.RSS
 		}
 		smp.cpu = cpu.add(v, sb)
-		out[i] = smp
+		out = append(out, smp)
 	}
 	cpu.keep(out)
-	return out, len(v.Sandboxes) - len(picked)
+	return out, len(v.Sandboxes) - len(out)
 }
 
 // cpuTotals keeps each exported sandbox's CPU counter monotonic: a member
