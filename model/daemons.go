@@ -77,20 +77,48 @@ func (s *Sandbox) SupervisorSocket() string {
 }
 
 // DependOn lists the live sandboxes that depend on p: those whose
-// supervisor p is (an ancestor that a rule names), those whose supervisor
-// socket is one of listens (the unix sockets p listens on), and, when p is
-// a runtime daemon, every sandbox of the runtimes it serves. A process
-// any sandbox depends on is no target of its own.
+// supervisor p is (an ancestor that a rule names) and those whose
+// supervisor socket is one of listens (the unix sockets p, or for a daemon
+// its subtree, listens on: dockerd's own containerd). A runtime daemon
+// serves, besides, the sandboxes whose supervisor socket its argv names
+// (dockerd --containerd=<socket>, kubelet's --container-runtime-endpoint),
+// and those of its runtimes that have no supervisor of their own to tell
+// which daemon they belong to (a machine, under the host's one machined).
+// A sandbox supervised through another daemon's socket (another
+// containerd's) does not depend on p. A process any sandbox depends on is
+// no target of its own.
 func (v *View) DependOn(p *proc.Process, listens []string) []*Sandbox {
 	d, daemon := DaemonOf(p)
+	argv := strings.Join(p.Argv, " ")
 	var out []*Sandbox
 	for _, sb := range v.Sandboxes {
+		sock := sb.SupervisorSocket()
 		switch {
 		case sb.Supervisor != nil && sb.Supervisor.PID == p.PID && sb.Supervisor.Start == p.Start,
-			sb.SupervisorSocket() != "" && slices.Contains(listens, sb.SupervisorSocket()),
-			daemon && len(sb.Members) > 0 && slices.Contains(d.Runtimes, sb.Runtime):
+			sock != "" && slices.Contains(listens, sock):
+			out = append(out, sb)
+		case !daemon || len(sb.Members) == 0:
+		case sock != "" && namesSocket(argv, sock),
+			sock == "" && sb.Supervisor == nil && !sb.Orphan && slices.Contains(d.Runtimes, sb.Runtime):
 			out = append(out, sb)
 		}
 	}
 	return out
+}
+
+// namesSocket reports whether argv names the socket path as a whole
+// argument or flag value (--containerd=/run/containerd/containerd.sock,
+// unix:///run/containerd/containerd.sock).
+func namesSocket(argv, sock string) bool {
+	for off := 0; ; {
+		i := strings.Index(argv[off:], sock)
+		if i < 0 {
+			return false
+		}
+		end := off + i + len(sock)
+		if end == len(argv) || argv[end] == ' ' {
+			return true
+		}
+		off = end
+	}
 }

@@ -1,9 +1,11 @@
 package model
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/sandtop/sandtop/model/modeltest"
+	"github.com/sandtop/sandtop/proc"
 )
 
 // TestDaemonOf: the runtime daemons are known by argv[0] or the exe, and
@@ -31,5 +33,50 @@ func TestDaemonOf(t *testing.T) {
 	p.Exe = "/usr/bin/containerd"
 	if d, ok := DaemonOf(p); !ok || d.Name != "containerd" {
 		t.Errorf("containerd with a rewritten argv[0] is %q, %v", d.Name, ok)
+	}
+}
+
+// TestDependOnThatDaemon: a daemon is depended on by the sandboxes behind
+// its own sockets (or those its argv names), not by every sandbox of its
+// runtime: on a host with two containerds, each one's refusal names its own
+// containers.
+func TestDependOnThatDaemon(t *testing.T) {
+	shim := func(pid int, ns, id, sock string) *proc.Process {
+		return modeltest.Proc(pid, 1, "/usr/bin/containerd-shim-runc-v2 -namespace "+ns+" -id "+id+" -address "+sock)
+	}
+	ctrdA := modeltest.Proc(10, 1, "/usr/bin/containerd --config /a.toml")
+	ctrdB := modeltest.Proc(11, 1, "/usr/bin/containerd --config /b.toml")
+	dockerd := modeltest.Proc(12, 1, "/usr/sbin/dockerd -H fd:// --containerd=/run/b.sock")
+	machined := modeltest.Proc(13, 1, "/usr/lib/systemd/systemd-machined")
+	s := modeltest.Snapshot(proc.Snapshot{},
+		ctrdA, ctrdB, dockerd, machined,
+		shim(100, "default", "a1", "/run/a.sock"), modeltest.Proc(101, 100, "app"),
+		shim(200, "default", "b1", "/run/b.sock"), modeltest.Proc(201, 200, "app"),
+		shim(300, "moby", "d1d1d1d1d1d1", "/run/b.sock"), modeltest.Proc(301, 300, "app"),
+		modeltest.Proc(400, 1, "qemu-system-x86_64 -name guest=vm1", modeltest.Cgroup("/machine.slice/machine-vm1.scope")),
+	)
+	s.Listeners = map[string]bool{"/run/a.sock": true, "/run/b.sock": true}
+	v := Build(s, Presets(), nil)
+	for _, tc := range []struct {
+		name    string
+		p       *proc.Process
+		listens []string
+		want    []string
+	}{
+		{"containerd A", ctrdA, []string{"/run/a.sock"}, []string{"containerd:default/a1"}},
+		{"containerd B", ctrdB, []string{"/run/b.sock"}, []string{"containerd:default/b1", "docker:moby/d1d1d1d1d1d1"}},
+		{"dockerd, by the containerd its argv names", dockerd, nil, []string{"containerd:default/b1", "docker:moby/d1d1d1d1d1d1"}},
+		{"machined, the host's one", machined, nil, []string{"machine:vm1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, sb := range v.DependOn(tc.p, tc.listens) {
+				got = append(got, sb.Key())
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("DependOn = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -304,16 +304,27 @@ func refuseDependedOn(v *model.View, ms []*model.Member, procRoot string) error 
 	for _, sb := range v.Sandboxes {
 		sockets = sockets || sb.SupervisorSocket() != ""
 	}
-	for _, m := range ms {
-		var listens []string
+	// A daemon's sandboxes may hang on a socket of a process it runs
+	// (dockerd's own containerd): a daemon is asked with every socket of
+	// the subtree.
+	listens := make([][]string, len(ms))
+	var all []string
+	for i, m := range ms {
 		if sockets {
 			// Unreadable descriptors (another user's process, without
 			// root) leave the daemon test; such a process cannot be
 			// signalled without root either.
-			listens, _ = proc.ListeningUnixSockets(procRoot, m.PID)
+			listens[i], _ = proc.ListeningUnixSockets(procRoot, m.PID)
+			all = append(all, listens[i]...)
 		}
-		deps := v.DependOn(m.Process, listens)
+	}
+	for i, m := range ms {
 		d, daemon := model.DaemonOf(m.Process)
+		mine := listens[i]
+		if daemon {
+			mine = all
+		}
+		deps := v.DependOn(m.Process, mine)
 		if len(deps) == 0 && !daemon {
 			continue
 		}
