@@ -54,8 +54,9 @@ type Options struct {
 	// LookupUser names a uid (LookupUser when nil); called from a Cmd.
 	LookupUser func(uid int) string
 	// EUID is the effective uid to judge whose processes can be signalled
-	// (os.Geteuid() when 0; tests set it).
-	EUID int
+	// (os.Geteuid() when nil; tests set it, so that what the screen shows
+	// does not depend on who runs them).
+	EUID *int
 	// Styles (DefaultStyles when nil).
 	Styles *Styles
 	// Note is a standing note the status line shows whenever it has
@@ -184,7 +185,7 @@ func New(o Options) *Model {
 		busy:     map[proc.Identity]int{},
 		interval: cmp.Or(o.Interval, DefaultInterval),
 		tick:     tickCmd,
-		euid:     cmp.Or(o.EUID, os.Geteuid()),
+		euid:     euidOr(o.EUID),
 		note:     o.Note,
 		clipboard: func(s string) tea.Cmd {
 			return func() tea.Msg { termenv.Copy(s); return nil }
@@ -589,4 +590,12 @@ func (m *Model) filterSyntaxLine() string {
 		items = append(items, h.ShortKey.Render(l[0]))
 	}
 	return h.ShortDesc.Render("terms: ") + strings.Join(items, h.ShortSeparator.Render(" "))
+}
+
+// euidOr returns *euid, or sandtop's effective uid when euid is nil.
+func euidOr(euid *int) int {
+	if euid != nil {
+		return *euid
+	}
+	return os.Geteuid()
 }

@@ -187,7 +187,7 @@ func TestConfirmListsProcesses(t *testing.T) {
 		{"not root", 1000, 60, rebuilt(nil, 0, nil, bigPod...), []string{"not root: processes of other users cannot be signalled"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newTestModel(t, &fakeSource{views: []*model.View{tc.view}}, &fakeKiller{}, func(o *Options) { o.EUID = tc.euid })
+			m := newTestModel(t, &fakeSource{views: []*model.View{tc.view}}, &fakeKiller{}, func(o *Options) { o.EUID = &tc.euid })
 			settle(m, size(120, tc.h), m.Init()())
 			sel(idShim)(t, m)
 			settle(m, keys("K")...)

@@ -285,7 +285,8 @@ func (k failKiller) Run(context.Context, *teardown.Plan, func(teardown.Event)) O
 // that only the test decides when a refresh happens.
 func newTestModel(t testing.TB, src Source, k Killer, mut ...func(*Options)) *Model {
 	t.Helper()
-	o := Options{Source: src, Killer: k, Interval: time.Hour, Grace: 5 * time.Second, LookupUser: testLookup}
+	root := 0 // as CI runs the tests; the screen's words for others are tested by setting it
+	o := Options{Source: src, Killer: k, Interval: time.Hour, Grace: 5 * time.Second, LookupUser: testLookup, EUID: &root}
 	if fk, ok := k.(*fakeKiller); ok && fk.audit == "" {
 		fk.audit = t.TempDir() + "/audit.jsonl"
 	}
