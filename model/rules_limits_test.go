@@ -11,7 +11,7 @@ import (
 
 // TestRulesLimits: a rules file over any limit is refused with an error
 // that names the file, the line and the key where it can, and the limit;
-// each refusal comes fast, before the cost it guards against is paid.
+// each refusal comes before the cost it guards against is paid.
 func TestRulesLimits(t *testing.T) {
 	rule := func(body string) string { return "[[rule]]\nname = \"x\"\nflag = \"--id\"\n" + body }
 	cases := []struct {
@@ -46,7 +46,9 @@ func TestRulesLimits(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := ParseRules([]byte(c.file), "f.toml")
-			if took := time.Since(start); took > 2*time.Second {
+			// Without the limits, the nesting cases took minutes; with
+			// them a refusal takes milliseconds, seconds under -race.
+			if took := time.Since(start); took > 30*time.Second {
 				t.Errorf("took %v to refuse", took)
 			}
 			if err == nil || !errors.Is(err, errTooBig) || !strings.Contains(err.Error(), c.want) {
