@@ -304,27 +304,30 @@ func refuseDependedOn(v *model.View, ms []*model.Member, procRoot string) error 
 	for _, sb := range v.Sandboxes {
 		sockets = sockets || sb.SupervisorSocket() != ""
 	}
-	// A daemon's sandboxes may hang on a socket of a process it runs
-	// (dockerd's own containerd): a daemon is asked with every socket of
-	// the subtree.
-	listens := make([][]string, len(ms))
-	var all []string
-	for i, m := range ms {
-		if sockets {
-			// Unreadable descriptors (another user's process, without
-			// root) leave the daemon test; such a process cannot be
-			// signalled without root either.
-			listens[i], _ = proc.ListeningUnixSockets(procRoot, m.PID)
-			all = append(all, listens[i]...)
+	// Unreadable descriptors (another user's process, without root)
+	// leave the daemon test; such a process cannot be signalled without
+	// root either.
+	listening := func(m *model.Member) []string {
+		if !sockets {
+			return nil
 		}
+		l, _ := proc.ListeningUnixSockets(procRoot, m.PID)
+		return l
 	}
-	for i, m := range ms {
+	for _, m := range ms {
 		d, daemon := model.DaemonOf(m.Process)
-		mine := listens[i]
+		var listens []string
 		if daemon {
-			mine = all
+			// A daemon's sandboxes may hang on a socket of a process it
+			// runs (dockerd's own containerd): it is asked with every
+			// socket of the subtree, read only for a daemon.
+			for _, o := range ms {
+				listens = append(listens, listening(o)...)
+			}
+		} else {
+			listens = listening(m)
 		}
-		deps := v.DependOn(m.Process, mine)
+		deps := v.DependOn(m.Process, listens)
 		if len(deps) == 0 && !daemon {
 			continue
 		}
