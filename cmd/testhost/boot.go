@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,7 @@ var guestScript []byte
 const (
 	markerSystemd = "Welcome to "
 	markerSuite   = "sandtop-testhost: suite start"
+	markerEnd     = "sandtop-testhost: suite end"
 )
 
 // bootQuick leaves out of the guest's boot what took minutes under TCG on
@@ -46,6 +48,8 @@ type run struct {
 	status       string // the suite's exit status, "" when it never finished
 	suiteLog     []byte
 	versions     []byte
+	bootLog      []byte // the guest's slowest units at boot
+	ps           []byte // the guest's processes, as last written (every 20 s)
 	console      string
 	accel        string
 }
@@ -69,12 +73,7 @@ func boot(c config, img image, t *timings) (*run, error) {
 	if err := copyFile(c.suite, filepath.Join(in, "guest.test")); err != nil {
 		return nil, err
 	}
-	script := bytes.ReplaceAll(guestScript, []byte("@RUN@"), []byte(shellQuote(c.run)))
-	script = bytes.ReplaceAll(script, []byte("@TIMEOUT@"), []byte((c.deadline - 2*time.Minute).String()))
-	if err := os.WriteFile(filepath.Join(in, "guest.sh"), script, 0o644); err != nil {
-		return nil, fmt.Errorf("guest script: %w", err)
-	}
-
+	defer r.collect()
 	accels := []string{c.accel}
 	if c.accel == "auto" {
 		accels = []string{"tcg"}
@@ -104,12 +103,29 @@ func boot(c config, img image, t *timings) (*run, error) {
 			return r, fmt.Errorf("scratch dir: %w", err)
 		}
 	}
+	return r, nil
+}
+
+// collect reads what the guest wrote back, whether it finished or was
+// killed at the deadline (then the suite's output so far).
+func (r *run) collect() {
 	r.suiteLog, _ = os.ReadFile(filepath.Join(r.out, "suite.log"))
 	r.versions, _ = os.ReadFile(filepath.Join(r.out, "versions"))
+	r.bootLog, _ = os.ReadFile(filepath.Join(r.out, "boot"))
+	r.ps, _ = os.ReadFile(filepath.Join(r.out, "ps"))
 	if st, err := os.ReadFile(filepath.Join(r.out, "status")); err == nil {
 		r.status = strings.TrimSpace(string(st))
 	}
-	return r, nil
+}
+
+// writeScript writes the guest script for a boot that must be over by end.
+func (r *run) writeScript(c config, in string, end time.Time) error {
+	script := bytes.ReplaceAll(guestScript, []byte("@RUN@"), []byte(shellQuote(c.run)))
+	script = bytes.ReplaceAll(script, []byte("@END@"), []byte(strconv.FormatInt(end.Unix(), 10)))
+	if err := os.WriteFile(filepath.Join(in, "guest.sh"), script, 0o644); err != nil {
+		return fmt.Errorf("guest script: %w", err)
+	}
+	return nil
 }
 
 // qemu boots the guest once and waits for it to power off, or kills it at
@@ -130,10 +146,13 @@ func (r *run) qemu(c config, img image, in, accel string, probe time.Duration, t
 		"-virtfs", "local,path=" + r.out + ",mount_tag=out,security_model=none",
 		"-nic", "none",
 	}
+	start := time.Now()
+	if err := r.writeScript(c, in, start.Add(c.deadline)); err != nil {
+		return false, err
+	}
 	cmd := exec.Command("qemu-system-x86_64", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return false, fmt.Errorf("start QEMU: %w", err)
 	}
@@ -143,7 +162,7 @@ func (r *run) qemu(c config, img image, in, accel string, probe time.Duration, t
 	fmt.Printf("testhost: QEMU (%s) pid %d, deadline %s\n", accel, r.pid, c.deadline)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var booted, suite time.Time
+	var booted, suite, ended time.Time
 	for {
 		select {
 		case err := <-done:
@@ -151,10 +170,7 @@ func (r *run) qemu(c config, img image, in, accel string, probe time.Duration, t
 			if booted.IsZero() {
 				return false, fmt.Errorf("guest ended before systemd ran (%v): %s\nconsole:\n%s", err, strings.TrimSpace(stderr.String()), r.console)
 			}
-			t.suite = time.Since(suite)
-			if suite.IsZero() {
-				t.suite = 0
-			}
+			t.measure(suite, ended)
 			return false, nil
 		case <-tick.C:
 			text, _ := os.ReadFile(console)
@@ -166,6 +182,9 @@ func (r *run) qemu(c config, img image, in, accel string, probe time.Duration, t
 				suite = time.Now()
 				t.boot = suite.Sub(start)
 			}
+			if ended.IsZero() && bytes.Contains(text, []byte(markerEnd)) {
+				ended = time.Now()
+			}
 			late := probe > 0 && booted.IsZero() && time.Since(start) > probe
 			if late || time.Since(start) > c.deadline {
 				// Killed by the pid QEMU was started as, and reaped
@@ -173,6 +192,7 @@ func (r *run) qemu(c config, img image, in, accel string, probe time.Duration, t
 				cmd.Process.Kill()
 				<-done
 				r.console = readTail(console)
+				t.measure(suite, ended)
 				if late {
 					return true, nil
 				}

@@ -16,9 +16,13 @@ mirror=${2:-http://deb.debian.org/debian}
 # runtime the guest checks. apparmor: without apparmor_parser Debian's
 # dockerd refuses to start. busybox-static is the containers' root file
 # system and lxc's busybox template. dbus: machined and systemd-run.
+# Rootless podman: uidmap (newuidmap, newgidmap), dbus-user-session (the
+# user's bus, through which podman asks the user's systemd for its
+# libpod-<id>.scope), slirp4netns (its network, when one is asked for).
 PACKAGES="linux-image-amd64 initramfs-tools systemd systemd-sysv dbus udev kmod procps iproute2 util-linux
  apparmor docker.io containerd runc crun podman conmon golang-github-containers-common catatonit
- systemd-container lxc lxc-templates runsc busybox-static libpam-systemd"
+ systemd-container lxc lxc-templates runsc busybox-static libpam-systemd
+ uidmap dbus-user-session slirp4netns"
 
 if [ "$(id -u)" != 0 ]; then echo "image.sh: needs root" >&2; exit 2; fi
 if [ -z "${TESTHOST_UNSHARED:-}" ]; then

@@ -22,6 +22,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -65,21 +66,27 @@ func testHost(c config) error {
 		*p = abs
 	}
 	var t timings
+	fmt.Printf("testhost: load average %s\n", loadAverage())
 	start := time.Now()
 	img, built, err := ensureImage(c)
 	if err != nil {
 		return err
 	}
 	t.image, t.imageBuilt = time.Since(start), built
-	res, err := boot(c, img, &t)
-	if err != nil {
-		return err
+	res, bootErr := boot(c, img, &t)
+	if res == nil {
+		return bootErr
 	}
+	// What the guest reported, the phases and the leftover check, also
+	// when the guest was killed at the deadline.
 	res.print(os.Stdout)
 	t.print(os.Stdout)
 	if err := res.leftovers(); err != nil {
-		return err
+		return errors.Join(bootErr, err)
 	}
 	fmt.Println("testhost: nothing left behind (QEMU process, scratch directories, mounts)")
+	if bootErr != nil {
+		return bootErr
+	}
 	return res.verdict()
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // dockerImage imports a busybox root file system as the image "bb" (the
@@ -48,15 +47,37 @@ func dockerRun(t *testing.T, args ...string) (string, int) {
 	return id, pid
 }
 
+// trackedSuspects is the sandtop bug Docker's kill checks show: the
+// shim of a container lives in containerd.service (the systemd cgroup
+// driver moves only the container into its scope), and the helper that
+// containerd starts there once the shim is gone (containerd-shim-runc-v2
+// … delete) is taken for a process escaped from the container.
+const trackedSuspects = "issue 23 (verify takes containerd's shim delete helper in containerd.service for an escaped process)"
+
+// dockerExited returns an error unless Docker comes to say that the
+// container id exited.
+func dockerExited(id string) error {
+	state := ""
+	if eventually(func() bool {
+		state, _ = try("docker", "inspect", "-f", "{{.State.Status}}", id)
+		return state == "exited"
+	}) {
+		return nil
+	}
+	tasks, _ := try("ctr", "-n", "moby", "task", "ls")
+	journal, _ := try("journalctl", "--no-pager", "-n", "15", "-u", "containerd.service", "-u", "docker.service")
+	return fmt.Errorf("docker says %q after the kill, want exited; containerd's tasks:\n%s\nthe daemons' last words:\n%s", state, tasks, journal)
+}
+
 // TestDocker: Docker with the systemd cgroup driver, a container running and
 // one paused, each a sandbox named by its 64-hex ID, shim included, its
 // cgroup system.slice/docker-<id>.scope; a kill takes the container and
 // Docker sees it exited; an orphan once containerd is SIGKILLed, not after
 // its restart.
 func TestDocker(t *testing.T) {
+	inLane(t, &containerdLane)
 	startUnits(t, "containerd.service", "docker.service")
 	dockerImage(t)
-	by := startBystanders(t, "docker")
 
 	for _, paused := range []bool{false, true} {
 		name := "running"
@@ -82,24 +103,18 @@ func TestDocker(t *testing.T) {
 			check(t, "badges", "", func(t *testing.T) error {
 				return want(!badge(s, "orphan") && badge(s, "paused") == paused, s, "badges %v (paused %v)", s.Badges, paused)
 			})
-			check(t, "kill", "", func(t *testing.T) error {
-				kill(t, id[:12])
-				if !waitGone(pid, 5*time.Second) {
+			check(t, "kill", trackedSuspects, func(t *testing.T) error {
+				out, err := kill(id[:12])
+				if err != nil {
+					return err
+				}
+				t.Logf("sandtop kill:\n%s", out)
+				if !waitGone(pid) {
 					return fmt.Errorf("container init %d still alive", pid)
 				}
 				return by.check(t)
 			})
-			check(t, "runtime-view", "", func(t *testing.T) error {
-				state := ""
-				for i := 0; i < 50; i++ {
-					state, _ = try("docker", "inspect", "-f", "{{.State.Status}}", id)
-					if state == "exited" {
-						return nil
-					}
-					time.Sleep(200 * time.Millisecond)
-				}
-				return fmt.Errorf("docker says %q after the kill, want exited", state)
-			})
+			check(t, "runtime-view", "", func(t *testing.T) error { return dockerExited(id) })
 		})
 	}
 
@@ -122,12 +137,7 @@ func TestDocker(t *testing.T) {
 			try("systemctl", "start", "containerd.service")
 		}()
 		sh(t, "systemctl", "kill", "--kill-who=main", "-s", "KILL", "containerd.service")
-		for i := 0; i < 50; i++ {
-			if st, _ := try("systemctl", "is-active", "containerd.service"); st != "active" {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		eventually(func() bool { st, _ := try("systemctl", "is-active", "containerd.service"); return st != "active" })
 		check(t, "containerd-killed", "", func(t *testing.T) error {
 			s := mustFind(t, list(t), id, pid)
 			return want(badge(s, "orphan"), s, "containerd SIGKILLed: want the badge orphan")
@@ -135,11 +145,8 @@ func TestDocker(t *testing.T) {
 		check(t, "containerd-restarted", "", func(t *testing.T) error {
 			startUnits(t, "containerd.service")
 			var s *sandbox
-			for i := 0; i < 30; i++ {
-				if s = mustFind(t, list(t), id, pid); !badge(s, "orphan") {
-					return nil
-				}
-				time.Sleep(500 * time.Millisecond)
+			if eventually(func() bool { s = mustFind(t, list(t), id, pid); return !badge(s, "orphan") }) {
+				return nil
 			}
 			return want(false, s, "containerd restarted: want no orphan badge")
 		})

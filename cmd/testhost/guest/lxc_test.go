@@ -4,13 +4,19 @@ package guest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
-const knownLXC = "LXC was listed as lxc.payload.<name> with runtime runc, its monitor missed; the lxc preset is new, not yet seen passing on the real runtime"
+// lxcConfig replaces Debian's /etc/lxc/default.conf for the checks'
+// containers: that one puts a veth on lxcbr0, which only lxc-net.service
+// makes, and without it lxc-start aborts the container ("Received
+// container state ABORTING instead of RUNNING"). An empty network is a
+// network namespace with loopback alone.
+const lxcConfig = "lxc.net.0.type = empty\n"
 
 // TestLXC: Debian's LXC 5.0, a busybox container (lxc-create -t busybox),
 // running and frozen (lxc-freeze): one lxc sandbox named by the container
@@ -18,16 +24,28 @@ const knownLXC = "LXC was listed as lxc.payload.<name> with runtime runc, its mo
 // (lxc-start's monitor, the supervisor); `kill <name>` and lxc-info says
 // STOPPED.
 func TestLXC(t *testing.T) {
-	by := startBystanders(t, "lxc")
+	inLane(t, &otherLane)
 	for _, frozen := range []bool{false, true} {
 		name := "st-lxc-running"
 		if frozen {
 			name = "st-lxc-frozen"
 		}
 		t.Run(strings.TrimPrefix(name, "st-lxc-"), func(t *testing.T) {
-			sh(t, "lxc-create", "-n", name, "-t", "busybox")
+			conf := filepath.Join(t.TempDir(), "lxc.conf")
+			if err := os.WriteFile(conf, []byte(lxcConfig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sh(t, "lxc-create", "-n", name, "-f", conf, "-t", "busybox")
 			t.Cleanup(func() { try("lxc-stop", "-k", "-n", name); try("lxc-destroy", "-f", "-n", name) })
-			sh(t, "lxc-start", "-n", name)
+			logFile := filepath.Join(t.TempDir(), "lxc.log")
+			if out, err := try("lxc-start", "-n", name, "-l", "DEBUG", "-o", logFile); err != nil {
+				tail, _ := try("tail", "-n", "40", logFile)
+				t.Fatalf("lxc-start: %v\n%s\nits log:\n%s", err, out, tail)
+			}
+			// The guest boots with apparmor=0: what LXC made of that.
+			if aa, _ := try("grep", "-i", "apparmor", logFile); aa != "" {
+				t.Logf("lxc-start's log on AppArmor:\n%s", aa)
+			}
 			if frozen {
 				sh(t, "lxc-freeze", "-n", name)
 			}
@@ -37,7 +55,7 @@ func TestLXC(t *testing.T) {
 			}
 			d := list(t)
 			s := d.find(name)
-			check(t, "found", knownLXC, func(t *testing.T) error {
+			check(t, "found", "", func(t *testing.T) error {
 				if s == nil {
 					return fmt.Errorf("no sandbox %s; its init %d (%s) is in %v", name, pid, cgroupOf(t, pid), d.holding(pid))
 				}
@@ -47,29 +65,26 @@ func TestLXC(t *testing.T) {
 			if s == nil {
 				s = &sandbox{}
 			}
-			check(t, "cgroup", knownLXC, func(t *testing.T) error {
+			check(t, "cgroup", "", func(t *testing.T) error {
 				return want(s.Cgroup == "/lxc.payload."+name, s, "cgroup %q, want /lxc.payload.%s", s.Cgroup, name)
 			})
-			check(t, "badges", knownLXC, func(t *testing.T) error {
+			check(t, "badges", "", func(t *testing.T) error {
 				return want(badge(s, "paused") == frozen, s, "badges %v, frozen %v", s.Badges, frozen)
 			})
-			check(t, "kill", knownLXC, func(t *testing.T) error {
-				if out, err := try("sandtop", "kill", "--force", "--grace", "2s", name); err != nil {
-					return fmt.Errorf("sandtop kill %s: %v\n%s", name, err, out)
+			check(t, "kill", "", func(t *testing.T) error {
+				if _, err := kill(name); err != nil {
+					return err
 				}
-				if !waitGone(pid, 5*time.Second) {
+				if !waitGone(pid) {
 					return fmt.Errorf("init %d still alive", pid)
 				}
 				return by.check(t)
 			})
-			check(t, "runtime-view", knownLXC, func(t *testing.T) error {
-				for i := 0; i < 50; i++ {
-					if st, _ := try("lxc-info", "-n", name, "-s", "-H"); st == "STOPPED" {
-						return nil
-					}
-					time.Sleep(200 * time.Millisecond)
+			check(t, "runtime-view", "", func(t *testing.T) error {
+				st := ""
+				if eventually(func() bool { st, _ = try("lxc-info", "-n", name, "-s", "-H"); return st == "STOPPED" }) {
+					return nil
 				}
-				st, _ := try("lxc-info", "-n", name, "-s", "-H")
 				return fmt.Errorf("lxc-info says %s after the kill", st)
 			})
 		})

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // podmanImage imports a busybox root file system as the image "bb".
@@ -21,6 +20,36 @@ func podmanImage(t *testing.T) {
 	sh(t, "podman", "import", "-q", tarball, "bb")
 }
 
+// trackedPausedReconcile is the sandtop bug a paused podman container's
+// kill check showed (in one run of five, not every time).
+const trackedPausedReconcile = "issue 23 (kill --reconcile of a paused podman container: container state improper)"
+
+// podmanChecks checks sandtop's view of the podman container id (its init
+// pid): runtime podman, the init and conmon members, the badges, and as
+// dedicated cgroup the container's libpod-<id>.scope under parent, or the
+// scope's leaf crun puts the container's processes in (<scope>/container):
+// both are the container's alone.
+func podmanChecks(t *testing.T, id string, pid int, parent string, paused bool) {
+	s := mustFind(t, list(t), id, pid)
+	check(t, "runtime", "", func(t *testing.T) error {
+		return want(s.Runtime == "podman", s, "runtime %q, want podman", s.Runtime)
+	})
+	check(t, "members", "", func(t *testing.T) error {
+		return want(s.has(pid) && s.hasComm("conmon"), s, "want the container's init %d and conmon", pid)
+	})
+	check(t, "cgroup", "", func(t *testing.T) error {
+		initCg := cgroupOf(t, pid)
+		scope := strings.TrimSuffix(initCg, "/container")
+		if !strings.HasPrefix(scope, parent) || !strings.HasSuffix(scope, "/libpod-"+id+".scope") {
+			return fmt.Errorf("the container's init is in %s: not a libpod-<id>.scope under %s", initCg, parent)
+		}
+		return want(s.Cgroup == scope || s.Cgroup == initCg, s, "cgroup %q, want %q or its leaf %q", s.Cgroup, scope, initCg)
+	})
+	check(t, "badges", "", func(t *testing.T) error {
+		return want(!badge(s, "orphan") && badge(s, "paused") == paused, s, "badges %v", s.Badges)
+	})
+}
+
 // TestPodman: rootful podman with the systemd cgroup manager, started from
 // a login shell (conmon in libpod-conmon-<id>.scope) and from a systemd
 // service (conmon in the service's cgroup), with runc and with crun, and
@@ -28,8 +57,8 @@ func podmanImage(t *testing.T) {
 // machine.slice/libpod-<id>.scope; `kill --reconcile` leaves podman
 // agreeing that the container is gone.
 func TestPodman(t *testing.T) {
+	inLane(t, &otherLane)
 	podmanImage(t)
-	by := startBystanders(t, "podman")
 	type start struct{ from, runtime string }
 	for _, st := range []start{{"login", "runc"}, {"service", "runc"}, {"login", "crun"}, {"paused", "runc"}} {
 		t.Run(st.from+"-"+st.runtime, func(t *testing.T) {
@@ -39,10 +68,7 @@ func TestPodman(t *testing.T) {
 			switch st.from {
 			case "service":
 				unit := "podman-" + st.runtime
-				sh(t, "systemd-run", "--unit", unit, "--quiet", "--wait", "-p", "Type=oneshot", "-p", "RemainAfterExit=yes",
-					"-p", "StandardOutput=file:/run/"+unit+".id", "sh", "-c", run)
-				t.Cleanup(func() { try("systemctl", "stop", unit) })
-				id = strings.TrimSpace(sh(t, "cat", "/run/"+unit+".id"))
+				id = serviceRun(t, unit, run)
 			default:
 				id = sh(t, "su", "-l", "-c", run)
 			}
@@ -54,23 +80,16 @@ func TestPodman(t *testing.T) {
 			if err != nil || len(id) != 64 {
 				t.Fatalf("podman inspect %q: %v", id, err)
 			}
-			s := mustFind(t, list(t), id, pid)
-			check(t, "runtime", "", func(t *testing.T) error {
-				return want(s.Runtime == "podman", s, "runtime %q, want podman", s.Runtime)
-			})
-			check(t, "members", "", func(t *testing.T) error {
-				return want(s.has(pid) && s.hasComm("conmon"), s, "want the container's init %d and conmon", pid)
-			})
-			check(t, "cgroup", "", func(t *testing.T) error {
-				cg := "/machine.slice/libpod-" + id + ".scope"
-				return want(s.Cgroup == cg, s, "cgroup %q (init in %q), want %q", s.Cgroup, cgroupOf(t, pid), cg)
-			})
-			check(t, "badges", "", func(t *testing.T) error {
-				return want(!badge(s, "orphan") && badge(s, "paused") == (st.from == "paused"), s, "badges %v", s.Badges)
-			})
-			check(t, "kill", "", func(t *testing.T) error {
-				kill(t, id[:12], "--reconcile")
-				if !waitGone(pid, 5*time.Second) {
+			podmanChecks(t, id, pid, "/machine.slice/", st.from == "paused")
+			reconcileBug := ""
+			if st.from == "paused" {
+				reconcileBug = trackedPausedReconcile
+			}
+			check(t, "kill", reconcileBug, func(t *testing.T) error {
+				if _, err := kill(id[:12], "--reconcile"); err != nil {
+					return err
+				}
+				if !waitGone(pid) {
 					return fmt.Errorf("container init %d still alive", pid)
 				}
 				return by.check(t)

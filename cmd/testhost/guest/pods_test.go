@@ -52,11 +52,13 @@ func startPod(t *testing.T, uid, qos string, apps int) *pod {
 	for _, c := range p.containers {
 		root := filepath.Join(t.TempDir(), "rootfs")
 		rootfs(t, root)
-		sh(t, "ctr", "-n", "k8s.io", "run", "-d", "--rootfs", root, "--runc-systemd-cgroup",
+		// --rootfs is a switch: the root file system is the first
+		// argument, after every flag (ctr stops reading flags there).
+		sh(t, "ctr", "-n", "k8s.io", "run", "-d", "--runc-systemd-cgroup",
 			"--cgroup", podSlice+":cri-containerd:"+c,
 			"--annotation", "io.containerd.runc.v2.group="+p.sandbox,
 			"--annotation", "io.kubernetes.cri.sandbox-id="+p.sandbox,
-			c, "sleep", "100000")
+			"--rootfs", root, c, "/bin/sleep", "100000")
 		out := sh(t, "ctr", "-n", "k8s.io", "task", "ls")
 		for _, l := range strings.Split(out, "\n") {
 			if f := strings.Fields(l); len(f) >= 2 && f[0] == c {
@@ -87,19 +89,19 @@ func uidHash(s string) uint64 {
 // that container's scope only; `kill <pod uid>` takes the whole pod, shim
 // included; a Guaranteed pod (no QoS level) likewise.
 func TestPods(t *testing.T) {
+	inLane(t, &containerdLane)
 	startUnits(t, "containerd.service")
-	by := startBystanders(t, "pods")
 	t.Run("burstable", func(t *testing.T) {
 		p := startPod(t, "4a1c0f1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b", "burstable", 2)
-		podChecks(t, by, p, true)
+		podChecks(t, p, true)
 	})
 	t.Run("guaranteed", func(t *testing.T) {
 		p := startPod(t, "5b2d1f2e-3c4d-4e5f-9a0b-1c2d3e4f5a6b", "", 1)
-		podChecks(t, by, p, false)
+		podChecks(t, p, false)
 	})
 }
 
-func podChecks(t *testing.T, by *bystanders, p *pod, containerKill bool) {
+func podChecks(t *testing.T, p *pod, containerKill bool) {
 	d := list(t)
 	s := mustFind(t, d, p.uid, p.pids[p.sandbox])
 	check(t, "runtime", "", func(t *testing.T) error {
@@ -131,14 +133,14 @@ func podChecks(t *testing.T, by *bystanders, p *pod, containerKill bool) {
 	if containerKill {
 		app := p.containers[1]
 		check(t, "kill-container", "", func(t *testing.T) error {
-			out, err := try("sandtop", "kill", "--force", "--grace", "2s", app)
+			out, err := kill(app)
 			if err != nil {
-				return fmt.Errorf("sandtop kill %s: %v\n%s", app, err, out)
+				return err
 			}
 			if !strings.Contains(out, "which stays") {
 				return fmt.Errorf("sandtop kill %s does not say the pod stays:\n%s", app, out)
 			}
-			if !waitGone(p.pids[app], 5*time.Second) {
+			if !waitGone(p.pids[app]) {
 				return fmt.Errorf("container %s's init %d still alive", app[:12], p.pids[app])
 			}
 			for c, pid := range p.pids {
@@ -156,13 +158,15 @@ func podChecks(t *testing.T, by *bystanders, p *pod, containerKill bool) {
 				shim = pr.PID
 			}
 		}
-		kill(t, p.uid)
+		if _, err := kill(p.uid); err != nil {
+			return err
+		}
 		for c, pid := range p.pids {
-			if !waitGone(pid, 5*time.Second) {
+			if !waitGone(pid) {
 				return fmt.Errorf("container %s's init %d still alive", c[:12], pid)
 			}
 		}
-		if shim != 0 && !waitGone(shim, 5*time.Second) {
+		if shim != 0 && !waitGone(shim) {
 			return fmt.Errorf("the pod's shim %d still alive", shim)
 		}
 		return by.check(t)
