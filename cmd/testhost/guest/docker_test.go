@@ -47,9 +47,10 @@ func dockerRun(t *testing.T, args ...string) (string, int) {
 	return id, pid
 }
 
-// trackedSuspects is the sandtop bug Docker's kill checks show: the
-// shim of a container lives in containerd.service (the systemd cgroup
-// driver moves only the container into its scope), and the helper that
+// trackedSuspects is the sandtop bug the kill checks of Docker and of the
+// pods show: the shim of a container lives in containerd.service (the
+// systemd cgroup driver moves only the container into its scope), and the
+// helper that
 // containerd starts there once the shim is gone (containerd-shim-runc-v2
 // … delete) is taken for a process escaped from the container.
 const trackedSuspects = "issue 23 (verify takes containerd's shim delete helper in containerd.service for an escaped process)"

@@ -151,7 +151,7 @@ func podChecks(t *testing.T, p *pod, containerKill bool) {
 			return nil
 		})
 	}
-	check(t, "kill-pod", "", func(t *testing.T) error {
+	check(t, "kill-pod", trackedSuspects, func(t *testing.T) error {
 		shim := 0
 		for _, pr := range s.Processes {
 			if pr.Comm == "containerd-shim" {
