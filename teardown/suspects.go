@@ -48,8 +48,9 @@ type suspectScope struct {
 	// before it cannot descend from it.
 	rootStart uint64
 	// sessions and groups are the session and process-group IDs that
-	// only the sandbox's processes hold (not the root's parent's, which
-	// the sandbox merely inherited).
+	// only the sandbox's processes hold (not the root's ancestors', nor
+	// those of any process older than the root, which the sandbox merely
+	// shares).
 	sessions, groups map[int]bool
 	// above holds the root's ancestors (pid to start time): the
 	// subreapers an escaped process is re-parented to.
@@ -93,6 +94,15 @@ func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
 	}
 	if self := snap.ByPID[snap.Self]; self != nil {
 		inherited(self)
+	}
+	// A session or group that a process outside the sandbox held before
+	// the sandbox began is not the sandbox's either: a runtime daemon's
+	// (containerd starts its shims in its own session, so the helper it
+	// runs there once a shim is gone would read as escaped).
+	for _, p := range snap.Procs {
+		if p.Start < sb.Root.Start && !sc.members[p.ID()] {
+			inherited(p)
+		}
 	}
 	delete(sc.sessions, 0)
 	delete(sc.groups, 0)
