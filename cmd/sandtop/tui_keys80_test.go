@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
 
@@ -54,6 +55,22 @@ func TestScreenKeysAt80x24(t *testing.T) {
 	if s := waitScreen(t, sock, session, "row 1 of"); strings.Contains(s, "focus pane") {
 		t.Errorf("tab offered with no pane open:\n%s", s)
 	}
+	// The host may hold sandboxes besides the demo's (another run's
+	// leftovers sort first): search for a live VM of the demo's own, and
+	// open the pane on it.
+	var vm string
+	for _, sb := range m.Sandboxes {
+		if sb.Runtime == fleet.VM0 && !sb.Orphan {
+			vm = sb.ID
+			break
+		}
+	}
+	if vm == "" {
+		t.Fatalf("the demo fleet has no live vm0 sandbox: %+v", m.Sandboxes)
+	}
+	keys("F3")
+	keys("-l", vm)
+	keys("Enter")
 	keys("d")
 	waitScreen(t, sock, session, "(tab, then ↓)")
 	keys("tab")
