@@ -278,21 +278,7 @@ func TestFloodForkBomb(t *testing.T) {
 	if err != nil {
 		proctest.SkipMissing(t, "needs perl for the fork bomb")
 	}
-	trials := envInt(t, "FLOOD_TRIALS", defaultFloodTrials)
-	for _, dedicated := range []bool{true, false} {
-		name := map[bool]string{true: "dedicated", false: "subtree"}[dedicated]
-		t.Run(name, func(t *testing.T) {
-			var rs []floodResult
-			for i := range trials {
-				fb := startFlood(t, dedicated, perl, "-e", forkBomb)
-				rs = append(rs, floodTrial(t, fb, dedicated, []time.Duration{0, 300 * time.Millisecond}[i%2]))
-				if t.Failed() {
-					break
-				}
-			}
-			floodFigures(t, "forkbomb_"+name, rs)
-		})
-	}
+	floodBoth(t, "forkbomb", perl, "-e", forkBomb)
 }
 
 // TestFloodExecLoop tears down a sandbox whose processes exec in a loop
@@ -317,19 +303,27 @@ func TestFloodExecLoop(t *testing.T) {
 		proctest.SkipMissing(t, "needs perl for the exec flood's root")
 	}
 	root := `$SIG{TERM} = "IGNORE"; $SIG{CHLD} = "IGNORE"; while (1) { my $p = fork(); exec($ARGV[0]) if defined $p && $p == 0; select(undef, undef, undef, 0.005) }`
+	floodBoth(t, "execloop", perl, "-e", root, a)
+}
+
+// floodBoth starts the flood (argv) FLOOD_TRIALS times as a
+// sandbox with a dedicated cgroup and as many times as a bare subtree,
+// tears each down, grace 0 and 300 ms in turn, and logs the figures under
+// name.
+func floodBoth(t *testing.T, name string, argv ...string) {
 	trials := envInt(t, "FLOOD_TRIALS", defaultFloodTrials)
 	for _, dedicated := range []bool{true, false} {
-		name := map[bool]string{true: "dedicated", false: "subtree"}[dedicated]
-		t.Run(name, func(t *testing.T) {
+		kind := map[bool]string{true: "dedicated", false: "subtree"}[dedicated]
+		t.Run(kind, func(t *testing.T) {
 			var rs []floodResult
 			for i := range trials {
-				fb := startFlood(t, dedicated, perl, "-e", root, a)
+				fb := startFlood(t, dedicated, argv...)
 				rs = append(rs, floodTrial(t, fb, dedicated, []time.Duration{0, 300 * time.Millisecond}[i%2]))
 				if t.Failed() {
 					break
 				}
 			}
-			floodFigures(t, "execloop_"+name, rs)
+			floodFigures(t, name+"_"+kind, rs)
 		})
 	}
 }
