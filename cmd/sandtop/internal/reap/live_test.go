@@ -112,9 +112,11 @@ func TestReapBouncingSupervisor(t *testing.T) {
 	m := f.Manifest()
 	sel, texts := selectFleet(t, []string{"orphan"}, m)
 	// MaxGap as the CLI sets it: on a loaded host a scan can come late,
-	// and a bounce no scan saw must not let the clock run on.
+	// and a bounce no scan saw must not let the clock run on. --for leaves
+	// room for the bounce and the second kill to finish before the final
+	// pass, even where starting a supervisor again takes seconds.
 	cfg := Config{
-		Policy:  Policy{For: 3 * time.Second, MaxGap: time.Second},
+		Policy:  Policy{For: 8 * time.Second, MaxGap: time.Second},
 		Selects: sel, Texts: texts, Interval: 100 * time.Millisecond, Once: true, Apply: true,
 	}
 	h := newHarness(t, cfg, fleetRules(m))
