@@ -69,14 +69,7 @@ func TestTeardownResumesRelayingParent(t *testing.T) {
 	for range rounds {
 		relay, child := relayTree(t)
 		v := fleettest.View(t, model.Effective(nil, true))
-		eng, err := New(Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := PlanSubtree(v, child, PlanOptions{Protected: eng.Protected()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		eng, plan := planPID(t, v, child, PlanOptions{})
 		var events []Event
 		tot := eng.Run(context.Background(), plan, func(ev Event) { events = append(events, ev) })
 		if !tot.OK() {

@@ -43,14 +43,7 @@ func TestStopPassJudgesSettledState(t *testing.T) {
 	for i := range rounds {
 		cmd := startTree(t, "sleep 100 & sleep 100 & sleep 100 & sleep 100 & wait", 4)
 		v := fleettest.View(t, model.Effective(nil, true))
-		eng, err := New(Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := PlanSubtree(v, cmd.Process.Pid, PlanOptions{Protected: eng.Protected()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		eng, plan := planPID(t, v, cmd.Process.Pid, PlanOptions{})
 		var stop Event
 		tot := eng.Run(context.Background(), plan, func(ev Event) {
 			if ev.Step == StepStop {

@@ -52,14 +52,7 @@ func TestStopPassNamesDState(t *testing.T) {
 		t.Skip("the vfork parent is not shown in D on this kernel")
 	}
 	v := fleettest.View(t, model.Effective(nil, true))
-	eng, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := PlanSubtree(v, cmd.Process.Pid, PlanOptions{Protected: eng.Protected()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, plan := planPID(t, v, cmd.Process.Pid, PlanOptions{})
 	var stop Event
 	tot := eng.Run(context.Background(), plan, func(ev Event) {
 		t.Logf("[%s] %s", ev.Status, ev.Text())

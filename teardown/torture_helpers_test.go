@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandtop/sandtop/model"
 )
 
 // The torture suite is evidence that a teardown never kills the
@@ -136,4 +138,20 @@ func childCmd(t *testing.T, exe, name string, env ...string) *exec.Cmd {
 	cmd := exec.Command(exe, "-test.run=^"+name+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), append([]string{envChild + "=" + name}, env...)...)
 	return cmd
+}
+
+// planPID plans the teardown of pid's subtree in v, as the screen's
+// subtree kill does, with an engine of default options guarding it.
+func planPID(t *testing.T, v *model.View, pid int, opts PlanOptions) (*Engine, *Plan) {
+	t.Helper()
+	eng, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Protected = eng.Protected()
+	plan, err := PlanSubtree(v, pid, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, plan
 }

@@ -230,14 +230,7 @@ func relayTrial(t *testing.T, sum *truthSum) {
 	t.Helper()
 	relay, child := relayTree(t)
 	v := fleettest.View(t, model.Effective(nil, true))
-	eng, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := PlanSubtree(v, child, PlanOptions{Protected: eng.Protected()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, plan := planPID(t, v, child, PlanOptions{})
 	tot := eng.Run(context.Background(), plan, func(Event) {})
 	sum.relays++
 	for _, m := range plan.Members {
