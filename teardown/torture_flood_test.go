@@ -349,10 +349,6 @@ func TestChurnParentExitsMidTeardown(t *testing.T) {
 	t.Cleanup(func() { reap(root) })
 	moveInto(t, cg, root.Process.Pid)
 	waitChildren(t, root.Process.Pid, 1)
-	eng, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sc, err := proc.NewScanner(proc.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -362,10 +358,7 @@ func TestChurnParentExitsMidTeardown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := PlanSubtree(model.Build(snap, nil, nil), root.Process.Pid, PlanOptions{Protected: eng.Protected()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, plan := planPID(t, model.Build(snap, nil, nil), root.Process.Pid, PlanOptions{})
 	var events []Event
 	tot := eng.Run(context.Background(), plan, func(ev Event) {
 		events = append(events, ev)
@@ -484,10 +477,6 @@ func reuseMidTeardown(t *testing.T, bycg string) midResult {
 	}
 	t.Cleanup(func() { reap(victim) })
 	waitChildren(t, victim.Process.Pid, 3)
-	eng, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sc, err := proc.NewScanner(proc.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -497,10 +486,7 @@ func reuseMidTeardown(t *testing.T, bycg string) midResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := PlanSubtree(model.Build(snap, nil, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second, Protected: eng.Protected()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng, plan := planPID(t, model.Build(snap, nil, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second})
 	var bystanders []*canary
 	t.Cleanup(func() {
 		for _, c := range bystanders {
