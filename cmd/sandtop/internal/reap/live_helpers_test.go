@@ -88,27 +88,36 @@ type harness struct {
 	maxTook time.Duration
 }
 
-// sawSupervised waits until a scan of the reaper's that started after
-// since shows the sandbox with this ID supervised: a bounce it saw.
-func (h *harness) sawSupervised(id string, since time.Time, timeout time.Duration) bool {
-	return proctest.Eventually(timeout, func() bool {
+func (h *harness) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.log.Write(p)
+}
+
+// sawSupervisedOrReaped waits until a scan of the reaper's that started
+// after since shows the sandbox with this ID supervised (a bounce it saw),
+// or its log holds a reap of it (or a failed one). It reads the log
+// without a testing.T, so that a fleet's goroutine may ask.
+func (h *harness) sawSupervisedOrReaped(id string, since time.Time, timeout time.Duration) (supervised, reaped bool) {
+	proctest.Eventually(timeout, func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, v := range h.views {
 			if v.Time.After(since) {
 				if sb := v.Sandbox(id); sb != nil && sb.Supervised {
-					return true
+					supervised = true
 				}
 			}
 		}
-		return false
+		for line := range bytes.Lines(h.log.Bytes()) {
+			var e Entry
+			if json.Unmarshal(line, &e) == nil && e.ID == id && (e.Action == "reaped" || e.Action == "failed") {
+				reaped = true
+			}
+		}
+		return supervised || reaped
 	})
-}
-
-func (h *harness) Write(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.log.Write(p)
+	return supervised, reaped
 }
 
 // entries parses the log so far.
