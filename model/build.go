@@ -22,6 +22,9 @@ const minIDInPath = 8
 type Builder struct {
 	rules     Rules
 	ruleIndex map[*Rule]int
+	// layouts are the rules that recognise a process by its cgroup alone
+	// (see adoptLayouts).
+	layouts []*Rule
 	// rooted holds the runtimes (rule names) that have a rule for a
 	// process of their own, not only for a cgroup: a sandbox of theirs
 	// that only a cgroup names has lost that process.
@@ -91,13 +94,18 @@ type scratch struct {
 func NewBuilder(rules Rules) *Builder {
 	idx := make(map[*Rule]int, len(rules))
 	rooted := map[string]bool{}
+	var layouts []*Rule
 	for i, r := range rules {
 		idx[r] = i
-		if r != nil && !r.onlyCgroup() {
+		switch {
+		case r == nil:
+		case r.onlyCgroup():
+			layouts = append(layouts, r)
+		default:
 			rooted[r.Name] = true
 		}
 	}
-	return &Builder{rules: rules, ruleIndex: idx, rooted: rooted, shared: map[sharedKey]*sharedMatch{}, vars: map[string]*sharedVars{}, claimed: map[claimKey]*claimMemo{}}
+	return &Builder{rules: rules, ruleIndex: idx, layouts: layouts, rooted: rooted, shared: map[sharedKey]*sharedMatch{}, vars: map[string]*sharedVars{}, claimed: map[claimKey]*claimMemo{}}
 }
 
 // Build groups a snapshot into sandboxes with a throwaway Builder.

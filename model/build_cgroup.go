@@ -17,8 +17,14 @@ func (w *build) attributeByCgroup() {
 	v1 := w.index(func(p *proc.Process) string { return p.Freezer })
 	joined := false
 	for _, sb := range w.sorted() {
-		sb.Cgroup = w.dedicated(sb, v2, w.last.cgroups[0], func(p *proc.Process) string { return p.Cgroup })
-		sb.Freezer = w.dedicated(sb, v1, w.last.cgroups[1], func(p *proc.Process) string { return p.Freezer })
+		find := func() {
+			sb.Cgroup = w.dedicated(sb, v2, w.last.cgroups[0], func(p *proc.Process) string { return p.Cgroup })
+			sb.Freezer = w.dedicated(sb, v1, w.last.cgroups[1], func(p *proc.Process) string { return p.Freezer })
+		}
+		find()
+		if !w.byLayout(sb, sb.Cgroup) && !w.byLayout(sb, sb.Freezer) && w.adoptLayouts(sb) {
+			find()
+		}
 		for _, dir := range []struct {
 			path string
 			idx  cgroupIndex
@@ -245,19 +251,22 @@ const (
 	claimByLayout
 )
 
-// claims says how dir names sb (see claimedBy). Answers are remembered
-// across builds (the regexps were a tenth of a steady Build), except by a
-// one-off Build, which has no next one (and asks each question about once:
-// see dedicated).
-func (w *build) claims(sb *Sandbox, dir string) claim {
+// claims says how dir names sb (see claimedBy) by sb's rules.
+func (w *build) claims(sb *Sandbox, dir string) claim { return w.claimsBy(sb, dir, w.rules[sb]) }
+
+// claimsBy says how dir names sb by the given rules. Answers are
+// remembered across builds (the regexps were a tenth of a steady Build),
+// except by a one-off Build, which has no next one (and asks each
+// question about once: see dedicated).
+func (w *build) claimsBy(sb *Sandbox, dir string, rules []*Rule) claim {
 	if w.matchInputs != nil {
-		return w.claimsUncached(sb, dir)
+		return claimedBy(rules, sb, dir)
 	}
 	key := claimKey{id: sb.Key(), dir: dir}
-	for _, r := range w.rules[sb] {
+	for _, r := range rules {
 		i, ok := w.ruleIndex[r]
 		if !ok || i >= 64 {
-			return w.claimsUncached(sb, dir)
+			return claimedBy(rules, sb, dir)
 		}
 		key.rules |= 1 << i
 	}
@@ -265,12 +274,72 @@ func (w *build) claims(sb *Sandbox, dir string) claim {
 		c.gen = w.gen
 		return c.claim
 	}
-	c := w.claimsUncached(sb, dir)
+	c := claimedBy(rules, sb, dir)
 	w.claimed[key] = &claimMemo{claim: c, gen: w.gen}
 	return c
 }
 
-func (w *build) claimsUncached(sb *Sandbox, dir string) claim { return claimedBy(w.rules[sb], sb, dir) }
+// adoptLayouts adds to sb's rules each layout (a rule that recognises a
+// process by its cgroup alone) that recognises sb itself in the cgroup of
+// a member another rule found. Such a member says nothing of where it
+// lives: systemd-nspawn's payload, until it execs, is a fork of nspawn
+// with nspawn's argv, yet machined has made it machine-<name>.scope
+// already, which names the machine as surely as it does once the payload
+// has exec'd and the machine layout finds it there. Only the rules a
+// member matched can make a cgroup dedicated (see dedicated), so without
+// this the same machine had a dedicated cgroup or none by the moment. It
+// is asked only when sb's own rules found no layout, and reports whether
+// it added a rule.
+func (w *build) adoptLayouts(sb *Sandbox) (adopted bool) {
+	// A layout that recognises sb spells its ID in the path, perhaps
+	// transformed (see IDTransform), which keeps its letters and digits:
+	// a path without its longest run of them is asked nothing (the
+	// regexps made a one-off Build half as slow again).
+	run := longestAlnumRun(sb.ID)
+	var seen []string
+	for _, p := range w.procs[sb] {
+		if by := w.by[w.ix.of(p.PID)]; by == "" || by == ByCgroup || p.Zombie() {
+			continue
+		}
+		for _, dir := range []string{p.Cgroup, p.Freezer} {
+			if dir == "" || !strings.Contains(dir, run) || slices.Contains(seen, dir) {
+				continue
+			}
+			seen = append(seen, dir)
+			for _, r := range w.layouts {
+				if !slices.Contains(w.rules[sb], r) && w.claimsBy(sb, dir, []*Rule{r}) == claimByLayout {
+					w.rules[sb] = append(w.rules[sb], r)
+					adopted = true
+				}
+			}
+		}
+	}
+	return adopted
+}
+
+// byLayout reports whether a rule of sb's recognises sb in dir.
+func (w *build) byLayout(sb *Sandbox, dir string) bool {
+	return dir != "" && w.claims(sb, dir) == claimByLayout
+}
+
+// longestAlnumRun returns the longest run of ASCII letters and digits in
+// s (the first of equals).
+func longestAlnumRun(s string) string {
+	best, start := "", -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9') {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start > len(best) {
+			best = s[start:i]
+		}
+		start = -1
+	}
+	return best
+}
 
 // Names reports whether the cgroup path dir provably belongs to the
 // sandbox, by the evidence a dedicated cgroup is judged by: a cgroup

@@ -387,6 +387,25 @@ func TestNspawnMachineIsOneSandbox(t *testing.T) {
 				t.Errorf("Resolve(%s) = %v, %v", tc.machine, got, err)
 			}
 		})
+		// Until the payload execs, it is a fork of nspawn with nspawn's
+		// argv; machined has made the scope already, and nspawn moves it
+		// into the payload sub-cgroup (systemd 252 seen in both places).
+		for _, at := range []string{tc.scope, tc.scope + "/payload"} {
+			t.Run(tc.name+", before the payload execs, in "+at, func(t *testing.T) {
+				argv := "systemd-nspawn -q -D /var/lib/machines/" + tc.machine + " -M " + tc.machine + " /bin/sh"
+				s := snap(
+					pr(900, 1, "/bin/bash -l", cgroup(callerCgroup(tc.nspawnCg))),
+					pr(901, 900, argv, cgroup(tc.nspawnCg)),
+					pr(902, 901, argv, cgroup(at), nspid(1)),
+				)
+				v := Build(s, Presets(), nil)
+				sb := one(t, v, tc.machine)
+				wantPIDs(t, sb, 901, 902)
+				if sb.Cgroup != tc.scope {
+					t.Errorf("cgroup %q, want %s", sb.Cgroup, tc.scope)
+				}
+			})
+		}
 	}
 }
 
