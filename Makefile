@@ -75,8 +75,7 @@ test-deps:
 # (test-deps), runs the same tests with the race detector, and with
 # SANDTOP_TEST_ALL=1 as root a test that skips for want of what it
 # provides (root, cgroup2, a tool or runtime) fails instead
-# (proctest.SkipMissing). The real-host suite (test-host) runs on its own:
-# docs/development.md says why.
+# (proctest.SkipMissing); then, as root, the real-host suite (test-host).
 test:
 	$(GO) build -o $(BIN)/skipreport ./cmd/skipreport
 	@st=$$(mktemp); \
@@ -90,6 +89,8 @@ test-all: test-deps
 	{ SANDTOP_TEST_ALL=1 $(GO) test -json -race -count=1 -timeout 30m $(PKGS); echo $$? >$$st; } | $(BIN)/skipreport; report=$$?; \
 	status=$$(cat $$st); rm -f $$st; \
 	[ "$$status" = 0 ] && [ "$$report" = 0 ]
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory test-host; \
+	else echo "test-all: not root, so the real-host suite did not run (make test-host builds its disk image as root)"; fi
 
 # A real modern host: Debian 12 booted in QEMU (systemd, pure cgroup v2)
 # with Docker, podman, systemd-nspawn, runc, containerd pods, gVisor and
