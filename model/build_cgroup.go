@@ -298,7 +298,8 @@ func (w *build) adoptLayouts(sb *Sandbox) (adopted bool) {
 	run := longestAlnumRun(sb.ID)
 	var seen []string
 	for _, p := range w.procs[sb] {
-		if by := w.by[w.ix.of(p.PID)]; by == "" || by == ByCgroup || p.Zombie() {
+		i := w.ix.of(p.PID)
+		if i < 0 || w.by[i] == "" || w.by[i] == ByCgroup || p.Zombie() {
 			continue
 		}
 		for _, dir := range []string{p.Cgroup, p.Freezer} {
