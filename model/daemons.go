@@ -53,17 +53,67 @@ var Daemons = sync.OnceValue(func() []Daemon {
 })
 
 // DaemonOf returns the runtime daemon p is, if it is one.
-func DaemonOf(p *proc.Process) (Daemon, bool) {
-	exe := strings.TrimSuffix(p.Exe, deletedSuffix)
-	for _, d := range Daemons() {
-		if !(len(p.Argv) > 0 && d.Exe.MatchString(p.Argv[0]) || exe != "" && d.Exe.MatchString(exe)) {
-			continue
+func DaemonOf(p *proc.Process) (Daemon, bool) { return daemonAmong(p, exeFits(daemonExeOf(p))) }
+
+// daemonExeKey is what a daemon's Exe matcher is asked of a process: its
+// argv[0] and its exe path.
+type daemonExeKey struct{ argv0, exe string }
+
+func daemonExeOf(p *proc.Process) daemonExeKey {
+	k := daemonExeKey{exe: strings.TrimSuffix(p.Exe, deletedSuffix)}
+	if len(p.Argv) > 0 {
+		k.argv0 = p.Argv[0]
+	}
+	return k
+}
+
+// exeFits returns the positions in Daemons of those whose Exe matches k.
+func exeFits(k daemonExeKey) []int {
+	var fits []int
+	for i, d := range Daemons() {
+		if k.argv0 != "" && d.Exe.MatchString(k.argv0) || k.exe != "" && d.Exe.MatchString(k.exe) {
+			fits = append(fits, i)
 		}
+	}
+	return fits
+}
+
+// daemonAmong returns the first of the daemons at fits whose Argv, if it
+// has one, matches p's.
+func daemonAmong(p *proc.Process, fits []int) (Daemon, bool) {
+	for _, i := range fits {
+		d := Daemons()[i]
 		if d.Argv == nil || d.Argv.MatchString(strings.Join(p.Argv, " ")) {
 			return d, true
 		}
 	}
 	return Daemon{}, false
+}
+
+// daemonExes remembers exeFits for each argv[0] and exe asked about. A
+// host of thousands of processes runs a handful of binaries, and the
+// leftover search looks for daemons among all of them whenever an empty
+// cgroup awaits judgement (see Leftovers.runtimeRemoves): asked afresh at
+// every refresh, the daemons' regexps were a third of the screen's CPU at
+// 3,000 processes.
+type daemonExes map[daemonExeKey][]int
+
+// maxDaemonExes bounds the memo: a host whose binaries keep changing
+// (a fork loop of fresh paths) starts it afresh rather than grow it.
+const maxDaemonExes = 4096
+
+// of is DaemonOf, its Exe matchers asked once per argv[0] and exe.
+func (m daemonExes) of(p *proc.Process) (Daemon, bool) {
+	k := daemonExeOf(p)
+	fits, ok := m[k]
+	if !ok {
+		if len(m) >= maxDaemonExes {
+			clear(m)
+		}
+		fits = exeFits(k)
+		m[k] = fits
+	}
+	return daemonAmong(p, fits)
 }
 
 // SupervisorSocket is the unix socket whose listener is the sandbox's live

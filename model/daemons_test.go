@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -9,8 +10,11 @@ import (
 )
 
 // TestDaemonOf: the runtime daemons are known by argv[0] or the exe, and
-// podman only as its API service.
+// podman only as its API service; the memo the leftover search asks
+// through answers alike, asked once or again.
 func TestDaemonOf(t *testing.T) {
+	memo := daemonExes{}
+	asks := map[string]func(*proc.Process) (Daemon, bool){"DaemonOf": DaemonOf, "memo": memo.of, "memo again": memo.of}
 	for argv, want := range map[string]string{
 		"/usr/bin/containerd":                           "containerd",
 		"/usr/bin/dockerd -H fd://":                     "dockerd",
@@ -23,16 +27,32 @@ func TestDaemonOf(t *testing.T) {
 		"/usr/bin/containerd-shim-runc-v2 -id x":        "",
 		"/usr/local/bin/my-containerd-exporter --serve": "",
 	} {
-		d, ok := DaemonOf(modeltest.Proc(10, 1, argv))
-		if ok != (want != "") || d.Name != want {
-			t.Errorf("DaemonOf(%q) = %q, %v; want %q", argv, d.Name, ok, want)
+		for _, name := range []string{"DaemonOf", "memo", "memo again"} {
+			d, ok := asks[name](modeltest.Proc(10, 1, argv))
+			if ok != (want != "") || d.Name != want {
+				t.Errorf("%s(%q) = %q, %v; want %q", name, argv, d.Name, ok, want)
+			}
 		}
 	}
 	// argv[0] is the process's to write; the exe is the kernel's.
 	p := modeltest.Proc(10, 1, "innocent")
 	p.Exe = "/usr/bin/containerd"
-	if d, ok := DaemonOf(p); !ok || d.Name != "containerd" {
-		t.Errorf("containerd with a rewritten argv[0] is %q, %v", d.Name, ok)
+	for _, name := range []string{"DaemonOf", "memo", "memo again"} {
+		if d, ok := asks[name](p); !ok || d.Name != "containerd" {
+			t.Errorf("%s: containerd with a rewritten argv[0] is %q, %v", name, d.Name, ok)
+		}
+	}
+	// The same argv[0] and exe, another argv: podman is a daemon only as
+	// its API service, whatever the memo saw of podman before.
+	if _, ok := memo.of(modeltest.Proc(11, 1, "/usr/bin/podman ps")); ok {
+		t.Error("memo: podman ps is a daemon")
+	}
+	// A host of ever new binaries does not grow the memo without bound.
+	for i := range maxDaemonExes + 10 {
+		memo.of(modeltest.Proc(12, 1, fmt.Sprintf("/tmp/bin%d", i)))
+	}
+	if len(memo) > maxDaemonExes {
+		t.Errorf("memo holds %d binaries, more than %d", len(memo), maxDaemonExes)
 	}
 }
 

@@ -139,6 +139,7 @@ type Leftovers struct {
 	// daemonSnap (see runtimeRemoves).
 	daemonSnap *proc.Snapshot
 	daemons    map[string]bool
+	daemonExes daemonExes
 	// cgroups remembers what the cgroup rules say of each path asked about:
 	// a refresh loop asks about the same cgroups every time, and each
 	// answer costs a regexp match per cgroup rule.
@@ -692,11 +693,14 @@ func (f *Leftovers) runtimeRemoves(r *Rule, snap *proc.Snapshot) bool {
 	}
 	if f.daemonSnap != snap || f.daemons == nil {
 		f.daemonSnap, f.daemons = snap, map[string]bool{}
+		if f.daemonExes == nil {
+			f.daemonExes = daemonExes{}
+		}
 		for _, p := range snap.Procs {
 			if p.Kernel {
 				continue
 			}
-			if d, ok := DaemonOf(p); ok {
+			if d, ok := f.daemonExes.of(p); ok {
 				for _, rt := range d.Runtimes {
 					f.daemons[rt] = true
 				}
