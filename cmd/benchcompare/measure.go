@@ -83,6 +83,7 @@ func measureOne(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	settle(ctx, res)
 	res.Procs = countProcs()
 	if !o.onlyServe {
 		fmt.Fprintf(os.Stderr, "   %d processes; list vs ps…\n", res.Procs)
