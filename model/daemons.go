@@ -99,12 +99,20 @@ func daemonAmong(p *proc.Process, fits []int) (Daemon, bool) {
 type daemonExes map[daemonExeKey][]int
 
 // maxDaemonExes bounds the memo: a host whose binaries keep changing
-// (a fork loop of fresh paths) starts it afresh rather than grow it.
-const maxDaemonExes = 4096
+// (a fork loop of fresh paths) starts it afresh rather than grow it. An
+// argv[0] is the process's to write, as long as it likes: one longer
+// than maxDaemonExeKey (no daemon's path is) is asked afresh, never kept.
+const (
+	maxDaemonExes   = 4096
+	maxDaemonExeKey = 512
+)
 
 // of is DaemonOf, its Exe matchers asked once per argv[0] and exe.
 func (m daemonExes) of(p *proc.Process) (Daemon, bool) {
 	k := daemonExeOf(p)
+	if len(k.argv0)+len(k.exe) > maxDaemonExeKey {
+		return daemonAmong(p, exeFits(k))
+	}
 	fits, ok := m[k]
 	if !ok {
 		if len(m) >= maxDaemonExes {

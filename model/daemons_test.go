@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sandtop/sandtop/model/modeltest"
@@ -53,6 +54,14 @@ func TestDaemonOf(t *testing.T) {
 	}
 	if len(memo) > maxDaemonExes {
 		t.Errorf("memo holds %d binaries, more than %d", len(memo), maxDaemonExes)
+	}
+	// Nor does it keep an argv[0] as long as its process cares to write,
+	// while still knowing the daemon behind it by its exe.
+	clear(memo)
+	long := modeltest.Proc(13, 1, "/"+strings.Repeat("x", 2*maxDaemonExeKey))
+	long.Exe = "/usr/bin/containerd"
+	if d, ok := memo.of(long); !ok || d.Name != "containerd" || len(memo) != 0 {
+		t.Errorf("a long argv[0]: %q, %v, memo holds %d", d.Name, ok, len(memo))
 	}
 }
 
