@@ -136,9 +136,11 @@ func TestCgroupV2Lifecycle(t *testing.T) {
 		t.Fatalf("Freeze: %v", err)
 	}
 	t.Logf("Freeze took %v", time.Since(start))
+	// Freeze waited for dir; each descendant reports its own frozen state
+	// in its own cgroup.events, which a read may find a moment behind.
 	for _, d := range []string{dir, leaf} {
-		if got := readEvent(t, d, "frozen"); got != "1" {
-			t.Errorf("%s frozen = %s after Freeze, want 1", d, got)
+		if err := waitCgroupEvent(timeout(t, time.Second), d, "frozen", "1"); err != nil {
+			t.Errorf("%s after Freeze: %v (frozen = %s), want frozen 1", d, err, readEvent(t, d, "frozen"))
 		}
 	}
 	if err := Thaw(dir); err != nil {
