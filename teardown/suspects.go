@@ -57,6 +57,10 @@ type suspectScope struct {
 	above map[int]uint64
 	// members are the plan's members.
 	members map[proc.Identity]bool
+	// memberSessions are the sessions the plan's members are in, shared
+	// with others or not. A session is only ever inherited or new, so a
+	// process in none of them descends from no member.
+	memberSessions map[int]bool
 	// unprovable is set for a process subtree: no cgroup is its.
 	unprovable bool
 	// planned is the latest start time in the plan's snapshot: a process
@@ -70,9 +74,10 @@ func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
 	}
 	snap := v.Snapshot
 	sc := &suspectScope{sb: sb, cgroups: map[string]bool{}, rootStart: sb.Root.Start,
-		sessions: map[int]bool{}, groups: map[int]bool{}, above: map[int]uint64{}, members: map[proc.Identity]bool{}}
+		sessions: map[int]bool{}, groups: map[int]bool{}, above: map[int]uint64{}, members: map[proc.Identity]bool{}, memberSessions: map[int]bool{}}
 	for _, m := range sb.Members {
 		sc.members[m.ID()] = true
+		sc.memberSessions[m.SID] = true
 		if m.Zombie() {
 			continue
 		}
@@ -152,7 +157,10 @@ func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.
 		} else if sc.groups[p.PGID] {
 			ev = append(ev, fmt.Sprintf("same process group as the sandbox (pgid %d)", p.PGID))
 		}
-		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost && p.Start > sc.planned) {
+		// A child of the root's parent in the parent's own session
+		// could be a member's re-parented child only if a member was in
+		// that session too: otherwise it is the parent's.
+		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost && p.Start > sc.planned && sc.memberSessions[p.SID]) {
 			who := fmt.Sprintf("pid %d", p.PPID)
 			if parent != nil {
 				who += " " + parent.Comm
