@@ -342,16 +342,11 @@ func startUnits(t *testing.T, units ...string) {
 }
 
 // check runs one named check as a subtest and fails it when fn returns an
-// error. tracked, when not empty, names the known sandtop bug that makes
-// this check fail on this host, and where it is followed: the check stays
-// strict (it fails until sandtop is right), and its report says which bug.
-func check(t *testing.T, name, tracked string, fn func(t *testing.T) error) {
+// error.
+func check(t *testing.T, name string, fn func(t *testing.T) error) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
 		if err := fn(t); err != nil {
-			if tracked != "" {
-				err = fmt.Errorf("sandtop bug, %s: %w", tracked, err)
-			}
 			t.Error(err)
 		}
 	})

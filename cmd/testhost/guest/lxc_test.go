@@ -55,7 +55,7 @@ func TestLXC(t *testing.T) {
 			}
 			d := list(t)
 			s := d.find(name)
-			check(t, "found", "", func(t *testing.T) error {
+			check(t, "found", func(t *testing.T) error {
 				if s == nil {
 					return fmt.Errorf("no sandbox %s; its init %d (%s) is in %v", name, pid, cgroupOf(t, pid), d.holding(pid))
 				}
@@ -65,13 +65,13 @@ func TestLXC(t *testing.T) {
 			if s == nil {
 				s = &sandbox{}
 			}
-			check(t, "cgroup", "", func(t *testing.T) error {
+			check(t, "cgroup", func(t *testing.T) error {
 				return want(s.Cgroup == "/lxc.payload."+name, s, "cgroup %q, want /lxc.payload.%s", s.Cgroup, name)
 			})
-			check(t, "badges", "", func(t *testing.T) error {
+			check(t, "badges", func(t *testing.T) error {
 				return want(badge(s, "paused") == frozen, s, "badges %v, frozen %v", s.Badges, frozen)
 			})
-			check(t, "kill", "", func(t *testing.T) error {
+			check(t, "kill", func(t *testing.T) error {
 				if _, err := kill(name); err != nil {
 					return err
 				}
@@ -80,7 +80,7 @@ func TestLXC(t *testing.T) {
 				}
 				return by.check(t)
 			})
-			check(t, "runtime-view", "", func(t *testing.T) error {
+			check(t, "runtime-view", func(t *testing.T) error {
 				st := ""
 				if eventually(func() bool { st, _ = try("lxc-info", "-n", name, "-s", "-H"); return st == "STOPPED" }) {
 					return nil

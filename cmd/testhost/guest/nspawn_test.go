@@ -12,9 +12,6 @@ import (
 	"testing"
 )
 
-// trackedNspawn is the sandtop bug a direct nspawn's checks show.
-const trackedNspawn = "issue 22 (nspawn started directly: two sandboxes, nspawn:<name> and machine:<name>)"
-
 // TestNspawn: systemd-nspawn registered with machined, started directly
 // (machine.slice/machine-<name>.scope, with payload and supervisor) and
 // through `machinectl start` (systemd-nspawn@<name>.service): one sandbox
@@ -36,7 +33,7 @@ func TestNspawn(t *testing.T) {
 		// machined names the scope after the machine, escaped as a unit
 		// name ("-" is \x2d).
 		scope := "/machine.slice/machine-" + sh(t, "systemd-escape", name) + ".scope"
-		nspawnChecks(t, name, leader, scope, trackedNspawn)
+		nspawnChecks(t, name, leader, scope)
 	})
 	t.Run("machinectl", func(t *testing.T) {
 		name := "st-machinectl"
@@ -56,7 +53,7 @@ func TestNspawn(t *testing.T) {
 		sh(t, "machinectl", "start", name)
 		t.Cleanup(func() { try("machinectl", "terminate", name) })
 		leader := machineLeader(t, name)
-		nspawnChecks(t, name, leader, "/machine.slice/systemd-nspawn@"+name+".service", "")
+		nspawnChecks(t, name, leader, "/machine.slice/systemd-nspawn@"+name+".service")
 	})
 }
 
@@ -75,10 +72,10 @@ func machineLeader(t *testing.T, name string) int {
 	return pid
 }
 
-func nspawnChecks(t *testing.T, name string, leader int, unit, bug string) {
+func nspawnChecks(t *testing.T, name string, leader int, unit string) {
 	d := list(t)
 	s := d.find(name)
-	check(t, "one-sandbox", bug, func(t *testing.T) error {
+	check(t, "one-sandbox", func(t *testing.T) error {
 		if s == nil {
 			return fmt.Errorf("no sandbox %s; the payload %d is in %v", name, leader, d.holding(leader))
 		}
@@ -90,10 +87,10 @@ func nspawnChecks(t *testing.T, name string, leader int, unit, bug string) {
 	if s == nil {
 		s = &sandbox{}
 	}
-	check(t, "cgroup", bug, func(t *testing.T) error {
+	check(t, "cgroup", func(t *testing.T) error {
 		return want(s.Cgroup == unit || s.Cgroup == unit+"/payload", s, "cgroup %q, want %s", s.Cgroup, unit)
 	})
-	check(t, "kill", bug, func(t *testing.T) error {
+	check(t, "kill", func(t *testing.T) error {
 		if _, err := kill(name); err != nil {
 			return err
 		}
@@ -102,7 +99,7 @@ func nspawnChecks(t *testing.T, name string, leader int, unit, bug string) {
 		}
 		return by.check(t)
 	})
-	check(t, "runtime-view", bug, func(t *testing.T) error {
+	check(t, "runtime-view", func(t *testing.T) error {
 		if eventually(func() bool { _, err := try("machinectl", "show", name); return err != nil }) {
 			return nil
 		}

@@ -79,7 +79,7 @@ func TestPodmanRootless(t *testing.T) {
 		t.Fatalf("podman inspect as %s: %v\n%s", rootless, err, out)
 	}
 	podmanChecks(t, id, pid, fmt.Sprintf("/user.slice/user-%d.slice/user@%d.service/", uid, uid), false)
-	check(t, "kill", "", func(t *testing.T) error {
+	check(t, "kill", func(t *testing.T) error {
 		out, err := kill(id[:12], "--reconcile")
 		if err != nil {
 			return err
@@ -91,7 +91,7 @@ func TestPodmanRootless(t *testing.T) {
 		}
 		return by.check(t)
 	})
-	check(t, "runtime-view", "", func(t *testing.T) error {
+	check(t, "runtime-view", func(t *testing.T) error {
 		out, err := asRootless("podman ps -a --filter id=" + id + " --format '{{.Status}}'")
 		if err != nil {
 			owners, _ := try("sh", "-c", "ls -lnd /home/"+rootless+"/.local/share/containers/storage /home/"+rootless+"/.local/share/containers/storage/*")

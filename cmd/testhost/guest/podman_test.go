@@ -20,10 +20,6 @@ func podmanImage(t *testing.T) {
 	sh(t, "podman", "import", "-q", tarball, "bb")
 }
 
-// trackedPausedReconcile is the sandtop bug a paused podman container's
-// kill check showed (in one run of five, not every time).
-const trackedPausedReconcile = "issue 23 (kill --reconcile of a paused podman container: container state improper)"
-
 // podmanChecks checks sandtop's view of the podman container id (its init
 // pid): runtime podman, the init and conmon members, the badges, and as
 // dedicated cgroup the container's libpod-<id>.scope under parent, or the
@@ -31,13 +27,13 @@ const trackedPausedReconcile = "issue 23 (kill --reconcile of a paused podman co
 // both are the container's alone.
 func podmanChecks(t *testing.T, id string, pid int, parent string, paused bool) {
 	s := mustFind(t, list(t), id, pid)
-	check(t, "runtime", "", func(t *testing.T) error {
+	check(t, "runtime", func(t *testing.T) error {
 		return want(s.Runtime == "podman", s, "runtime %q, want podman", s.Runtime)
 	})
-	check(t, "members", "", func(t *testing.T) error {
+	check(t, "members", func(t *testing.T) error {
 		return want(s.has(pid) && s.hasComm("conmon"), s, "want the container's init %d and conmon", pid)
 	})
-	check(t, "cgroup", "", func(t *testing.T) error {
+	check(t, "cgroup", func(t *testing.T) error {
 		initCg := cgroupOf(t, pid)
 		scope := strings.TrimSuffix(initCg, "/container")
 		if !strings.HasPrefix(scope, parent) || !strings.HasSuffix(scope, "/libpod-"+id+".scope") {
@@ -45,7 +41,7 @@ func podmanChecks(t *testing.T, id string, pid int, parent string, paused bool) 
 		}
 		return want(s.Cgroup == scope || s.Cgroup == initCg, s, "cgroup %q, want %q or its leaf %q", s.Cgroup, scope, initCg)
 	})
-	check(t, "badges", "", func(t *testing.T) error {
+	check(t, "badges", func(t *testing.T) error {
 		return want(!badge(s, "orphan") && badge(s, "paused") == paused, s, "badges %v", s.Badges)
 	})
 }
@@ -81,11 +77,7 @@ func TestPodman(t *testing.T) {
 				t.Fatalf("podman inspect %q: %v", id, err)
 			}
 			podmanChecks(t, id, pid, "/machine.slice/", st.from == "paused")
-			reconcileBug := ""
-			if st.from == "paused" {
-				reconcileBug = trackedPausedReconcile
-			}
-			check(t, "kill", reconcileBug, func(t *testing.T) error {
+			check(t, "kill", func(t *testing.T) error {
 				if _, err := kill(id[:12], "--reconcile"); err != nil {
 					return err
 				}
@@ -94,7 +86,7 @@ func TestPodman(t *testing.T) {
 				}
 				return by.check(t)
 			})
-			check(t, "runtime-view", "", func(t *testing.T) error {
+			check(t, "runtime-view", func(t *testing.T) error {
 				out, _ := try("podman", "ps", "-a", "--filter", "id="+id, "--format", "{{.Status}}")
 				if strings.HasPrefix(out, "Up") || strings.HasPrefix(out, "Paused") {
 					return fmt.Errorf("podman ps after kill --reconcile: %q", out)

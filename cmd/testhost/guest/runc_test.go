@@ -11,9 +11,6 @@ import (
 	"testing"
 )
 
-// trackedRunc is the sandtop bug standalone runc's checks show.
-const trackedRunc = "issue 22 (standalone runc under a systemd slice: taken for a containerd orphan, or missed)"
-
 // bundle writes an OCI bundle (runc spec, a busybox root, `sleep`, no
 // terminal) and returns its directory.
 func bundle(t *testing.T) string {
@@ -68,7 +65,7 @@ func TestRunc(t *testing.T) {
 			t.Logf("runc container %s from a %s: cgroup %s", id, from, cg)
 			d := list(t)
 			s := d.find(id)
-			check(t, "found", trackedRunc, func(t *testing.T) error {
+			check(t, "found", func(t *testing.T) error {
 				if s == nil {
 					return fmt.Errorf("no sandbox %s; its init %d (cgroup %s) is in %v", id, pid, cg, d.holding(pid))
 				}
@@ -77,10 +74,10 @@ func TestRunc(t *testing.T) {
 			if s == nil {
 				s = &sandbox{}
 			}
-			check(t, "cgroup", trackedRunc, func(t *testing.T) error {
+			check(t, "cgroup", func(t *testing.T) error {
 				return want(s.Cgroup == cg && strings.HasSuffix(cg, "/"+id), s, "cgroup %q, want %q", s.Cgroup, cg)
 			})
-			check(t, "kill", trackedRunc, func(t *testing.T) error {
+			check(t, "kill", func(t *testing.T) error {
 				if _, err := kill(id, "--reconcile"); err != nil {
 					return err
 				}
@@ -89,7 +86,7 @@ func TestRunc(t *testing.T) {
 				}
 				return by.check(t)
 			})
-			check(t, "runtime-view", trackedRunc, func(t *testing.T) error {
+			check(t, "runtime-view", func(t *testing.T) error {
 				if out, err := try("runc", "state", id); err == nil {
 					return fmt.Errorf("runc still has %s: %s", id, out)
 				}
