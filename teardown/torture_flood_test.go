@@ -180,16 +180,7 @@ func floodTrial(t *testing.T, fb *floodBox, dedicated bool, grace time.Duration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := model.Build(snap, rules, nil)
+	v := liveView(t, rules)
 	// A flood's process that is exiting may sit in D for seconds on a
 	// loaded host while the kernel frees its memory (unlink_file_vma):
 	// verify's deadline leaves it the time.
@@ -349,16 +340,7 @@ func TestChurnParentExitsMidTeardown(t *testing.T) {
 	t.Cleanup(func() { reap(root) })
 	moveInto(t, cg, root.Process.Pid)
 	waitChildren(t, root.Process.Pid, 1)
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, plan := planPID(t, model.Build(snap, nil, nil), root.Process.Pid, PlanOptions{})
+	eng, plan := planPID(t, liveView(t, nil), root.Process.Pid, PlanOptions{})
 	var events []Event
 	tot := eng.Run(context.Background(), plan, func(ev Event) {
 		events = append(events, ev)
@@ -477,16 +459,7 @@ func reuseMidTeardown(t *testing.T, bycg string) midResult {
 	}
 	t.Cleanup(func() { reap(victim) })
 	waitChildren(t, victim.Process.Pid, 3)
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, plan := planPID(t, model.Build(snap, nil, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second})
+	eng, plan := planPID(t, liveView(t, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second})
 	var bystanders []*canary
 	t.Cleanup(func() {
 		for _, c := range bystanders {

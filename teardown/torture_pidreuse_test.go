@@ -19,7 +19,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -158,21 +157,13 @@ func reuseRound(t *testing.T, rng *rand.Rand) reuseResult {
 	t.Cleanup(func() { reap(victim) })
 	kids := waitChildren(t, victim.Process.Pid, 2)
 
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := sc.Scan()
-	sc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := liveView(t, nil)
 	eng, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	grace := []time.Duration{0, 50 * time.Millisecond}[rng.IntN(2)]
-	plan, err := PlanSubtree(model.Build(snap, nil, nil), victim.Process.Pid, PlanOptions{Grace: grace, Protected: eng.Protected()})
+	plan, err := PlanSubtree(v, victim.Process.Pid, PlanOptions{Grace: grace, Protected: eng.Protected()})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
