@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/sandtop/sandtop/proc"
 )
 
 // A fleet of thousands of processes keeps both CPUs busy for a while
@@ -25,7 +25,7 @@ const (
 // settleQuiet in a row, and says how long it waited.
 func waitIdle(ctx context.Context) (time.Duration, bool) {
 	start := time.Now()
-	prevIdle, prevTotal, ok := cpuTimes()
+	prev, ok := cpuTimes()
 	if !ok {
 		return 0, false
 	}
@@ -36,11 +36,15 @@ func waitIdle(ctx context.Context) (time.Duration, bool) {
 			return time.Since(start), false
 		case <-time.After(time.Second):
 		}
-		idle, total, ok := cpuTimes()
-		if !ok || total <= prevTotal {
+		now, ok := cpuTimes()
+		if !ok {
 			return time.Since(start), false
 		}
-		if float64(idle-prevIdle)/float64(total-prevTotal) >= settleIdle {
+		busy, ok := now.BusyPercent(prev)
+		if !ok {
+			return time.Since(start), false
+		}
+		if busy <= 100*(1-settleIdle) {
 			quiet += time.Second
 			if quiet >= settleQuiet {
 				return time.Since(start), true
@@ -48,34 +52,19 @@ func waitIdle(ctx context.Context) (time.Duration, bool) {
 		} else {
 			quiet = 0
 		}
-		prevIdle, prevTotal = idle, total
+		prev = now
 	}
 	return time.Since(start), false
 }
 
-// cpuTimes reads the host's idle (idle and iowait) and total CPU time,
-// in ticks, from the first line of /proc/stat.
-func cpuTimes() (idle, total uint64, ok bool) {
+// cpuTimes reads the host's CPU times from /proc/stat.
+func cpuTimes() (proc.CPUTimes, bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, false
+		return proc.CPUTimes{}, false
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 6 || fields[0] != "cpu" {
-		return 0, 0, false
-	}
-	for i, f := range fields[1:] {
-		v, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		total += v
-		if i == 3 || i == 4 {
-			idle += v
-		}
-	}
-	return idle, total, true
+	t, err := proc.ParseStatCPU(b)
+	return t, err == nil
 }
 
 // settle waits for an idle host and notes the wait in res.
