@@ -613,6 +613,11 @@ func TestRequiredLiterals(t *testing.T) {
 			t.Errorf("requiredLiterals(%q) = %q, want %q", tt.expr, got, tt.want)
 		}
 	}
+	// A counted repeat costs one node, whatever its count.
+	long := `/boxes/(?P<id>[A-Za-z0-9_-]{1,1000})/bin/shim$`
+	if allocs := testing.AllocsPerRun(10, func() { requiredLiterals(long) }); allocs > 100 {
+		t.Errorf("requiredLiterals(%q) allocates %.0f times, want at most 100", long, allocs)
+	}
 	// The literals only ever rule out inputs the regex would reject too.
 	re := mustRegexp(t, `(?:^|/)kubepods(?:-[a-z]+)?-pod(?P<id>[0-9a-f_]+)\.slice`)
 	for in, want := range map[string]bool{
