@@ -769,3 +769,30 @@ func TestSharedVarsStayUnwritten(t *testing.T) {
 		}
 	}
 }
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		path, dir string
+		want      bool
+	}{
+		{"/box", "/box", true},
+		{"/box/ctr", "/box", true},
+		{"/boxes", "/box", false},
+		{"/box", "/box/ctr", false},
+		{"/anything", "/", true},
+		{"", "/box", false},
+		{"/box", "", false},
+	} {
+		if got := within(tc.path, tc.dir); got != tc.want {
+			t.Errorf("within(%q, %q) = %v, want %v", tc.path, tc.dir, got, tc.want)
+		}
+	}
+	// Paths as long as a container's: a short concatenation would fit
+	// the compiler's stack buffer anyway.
+	dir := "/system.slice/docker-0123456789abcdef0123456789abcdef.scope"
+	sub := dir + "/sub"
+	var in bool
+	if n := testing.AllocsPerRun(100, func() { in = within(sub, dir) }); n != 0 || !in {
+		t.Errorf("within allocates %.0f times, want none", n)
+	}
+}

@@ -356,9 +356,12 @@ func pausedNote(sb *Sandbox, live, stopped, frozen, work int) string {
 	return fmt.Sprintf("stopped: %s (SIGSTOP)", words.All(stopped, "live process", "live processes"))
 }
 
-// within reports whether the cgroup path is dir or below it.
+// within reports whether the cgroup path is dir or below it. It is asked
+// for every member of every sandbox at every refresh, so it builds no
+// string.
 func within(path, dir string) bool {
-	return dir != "" && path != "" && (path == dir || strings.HasPrefix(path, dir+"/") || dir == "/")
+	return dir != "" && path != "" && (dir == "/" || strings.HasPrefix(path, dir) &&
+		(len(path) == len(dir) || path[len(dir)] == '/'))
 }
 
 // cleanup expands the cleanup templates of every rule that matched the

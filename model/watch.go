@@ -41,6 +41,11 @@ type Watch struct {
 	// last is the previous view, to name a victim the kernel log gives
 	// by pid after it died.
 	last *View
+	// seenD, seenRole and seenKey are what one Apply met, to forget the
+	// rest after it; kept between Applies so that a refresh of a large
+	// host does not grow three maps afresh.
+	seenD, seenRole map[proc.Identity]bool
+	seenKey         map[proc.CgroupKey]bool
 }
 
 type oomBase struct {
@@ -104,7 +109,12 @@ type StuckEvidence struct {
 func (w *Watch) Apply(v *View) *View {
 	if w.oomBase == nil {
 		w.oomBase, w.dSince, w.roles = map[proc.CgroupKey]oomBase{}, map[proc.Identity]time.Time{}, map[proc.Identity]role{}
+		w.seenD, w.seenRole, w.seenKey = map[proc.Identity]bool{}, map[proc.Identity]bool{}, map[proc.CgroupKey]bool{}
 	}
+	clear(w.seenD)
+	clear(w.seenRole)
+	clear(w.seenKey)
+	seenD, seenRole, seenKey := w.seenD, w.seenRole, w.seenKey
 	snap := v.Snapshot
 	out := *v
 	out.base = v
@@ -112,9 +122,6 @@ func (w *Watch) Apply(v *View) *View {
 		out.base = v.base
 	}
 	out.resources = make([]Resources, len(v.Sandboxes))
-	seenD := make(map[proc.Identity]bool)
-	seenRole := make(map[proc.Identity]bool)
-	seenKey := make(map[proc.CgroupKey]bool)
 	cloned := false
 	role := func(sb *Sandbox, m *Member) role {
 		r := w.role(sb, m)
