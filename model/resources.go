@@ -203,6 +203,12 @@ type ResourceNeeds struct {
 	// Network asks for every sandbox's network namespaces and listeners
 	// (`list --json`); the sandboxes in Full get theirs anyway.
 	Network bool
+	// Once says the view is judged once and then shown (list's table). A
+	// cgroup figure makes a badge only by growing between two looks, and
+	// a member is stuck only after a while in D, so once, the badges'
+	// figures and the wait channels are not read: with Figures zero, no
+	// cgroup file is.
+	Once bool
 }
 
 // BadgeFigures are the figures Watch judges badges by: a ResourceNeeds
@@ -217,10 +223,19 @@ func ResourceWants(v *View, n ResourceNeeds) (wants []proc.CgroupWant, dstate []
 	for _, sb := range v.Sandboxes {
 		if sb.Cgroup != "" || sb.Freezer != "" {
 			f := proc.AllFigures
-			if n.Figures != 0 && !n.Full[sb.Key()] {
+			switch {
+			case n.Full[sb.Key()]:
+			case n.Once:
+				f = n.Figures
+			case n.Figures != 0:
 				f = n.Figures | BadgeFigures
 			}
-			wants = append(wants, proc.CgroupWant{Key: proc.CgroupKey{V2: sb.Cgroup, V1: sb.Freezer}, Figures: f})
+			if f != 0 {
+				wants = append(wants, proc.CgroupWant{Key: proc.CgroupKey{V2: sb.Cgroup, V1: sb.Freezer}, Figures: f})
+			}
+		}
+		if n.Once {
+			continue
 		}
 		for _, m := range sb.Members {
 			if m.State == 'D' {

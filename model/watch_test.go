@@ -119,3 +119,44 @@ func TestResourcesJSON(t *testing.T) {
 		t.Errorf("resources JSON\n got %s\nwant %s", b, want)
 	}
 }
+
+// TestResourceWantsOnce: a view judged once reads no badge figures (a
+// counter's growth takes two looks) and no wait channels (stuck takes a
+// while), only the figures it shows, and every figure of the sandboxes
+// in Full.
+func TestResourceWantsOnce(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cgroup := "/libpod_parent/libpod-" + id
+	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"))
+	worker := modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup), modeltest.NSpid(60, 1), modeltest.State('D'))
+	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Unix(1_800_000_000, 0), ClockTicks: 100}, conmon, worker)
+	v := Build(snap, Effective(nil, true), nil)
+	sb := v.Sandbox("podman:" + id)
+	if sb == nil {
+		t.Fatal("no podman sandbox")
+	}
+	key := proc.CgroupKey{V2: cgroup}
+	for _, tc := range []struct {
+		name   string
+		n      ResourceNeeds
+		want   proc.Figure // 0: no want
+		dstate bool
+	}{
+		{"every figure", ResourceNeeds{}, proc.AllFigures, true},
+		{"shown figures and the badges'", ResourceNeeds{Figures: proc.HaveIO}, proc.HaveIO | BadgeFigures, true},
+		{"once, nothing shown", ResourceNeeds{Once: true}, 0, false},
+		{"once, IO shown", ResourceNeeds{Once: true, Figures: proc.HaveIO}, proc.HaveIO, false},
+		{"once, in the detail pane", ResourceNeeds{Once: true, Full: map[string]bool{sb.Key(): true}}, proc.AllFigures, false},
+	} {
+		wants, dstate := ResourceWants(v, tc.n)
+		var got proc.Figure
+		for _, w := range wants {
+			if w.Key == key {
+				got = w.Figures
+			}
+		}
+		if got != tc.want || (len(dstate) > 0) != tc.dstate {
+			t.Errorf("%s: figures %b and D members %v; want %b, D members read: %v", tc.name, got, dstate, tc.want, tc.dstate)
+		}
+	}
+}

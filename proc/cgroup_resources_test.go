@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -138,5 +139,38 @@ func TestParseKmsgOOM(t *testing.T) {
 				t.Errorf("parseKmsgOOM = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestKmsgReadAhead reads the log ahead, as a one-shot command does
+// while it scans, and then on: each kill is kept once, whichever read
+// found it. A file stands in for /dev/kmsg, whose reads return a record
+// each: a file of one record reads the same.
+func TestKmsgReadAhead(t *testing.T) {
+	boot := time.Unix(1_700_000_000, 0)
+	path := filepath.Join(t.TempDir(), "kmsg")
+	rec := func(sec, pid int) string {
+		return fmt.Sprintf("6,1,%d,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/box,task_memcg=/box,task=stress,pid=%d,uid=0\n", sec*1_000_000, pid)
+	}
+	if err := os.WriteFile(path, []byte(rec(5, 4242)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := newKmsgReader(path)
+	defer k.close()
+	k.readAhead(boot)
+	if got := k.kills(boot, boot); len(got) != 1 || got[0].PID != 4242 {
+		t.Fatalf("after the read ahead: %+v, want the kill of 4242", got)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(rec(9, 4343)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got := k.kills(boot, boot.Add(6*time.Second))
+	if len(got) != 1 || got[0].PID != 4343 {
+		t.Fatalf("the next read: %+v, want the kill of 4343 alone (4242's is before since)", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +37,8 @@ func (k OOMKill) Host() bool { return k.Constraint != "CONSTRAINT_MEMCG" }
 // kmsgReader follows /dev/kmsg, each read one record (Documentation/ABI/
 // testing/dev-kmsg), keeping the OOM kills it has seen.
 type kmsgReader struct {
+	// mu is held while the log is read, by kills or by a read ahead.
+	mu     sync.Mutex
 	path   string
 	fd     int // -1 before the first open; -2 when it cannot be read
 	buf    []byte
@@ -53,16 +56,40 @@ func newKmsgReader(path string) *kmsgReader {
 // kills reads the records written since the last call and returns the
 // kills after since, oldest first (the slice is the reader's: read-only).
 func (k *kmsgReader) kills(boot, since time.Time) []OOMKill {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.drain(boot)
+	i := 0
+	for i < len(k.killed) && k.killed[i].Time.Before(since) {
+		i++
+	}
+	k.killed = k.killed[i:]
+	return k.killed
+}
+
+// readAhead reads the records there are now on a goroutine of its own;
+// the next kills waits for it and reads only what came after.
+func (k *kmsgReader) readAhead(boot time.Time) {
+	k.mu.Lock()
+	go func() {
+		defer k.mu.Unlock()
+		k.drain(boot)
+	}()
+}
+
+// drain reads every record written since the last drain, keeping the
+// kills. k.mu must be held.
+func (k *kmsgReader) drain(boot time.Time) {
 	if k.fd == -1 {
 		fd, err := unix.Open(k.path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			k.fd = -2
-			return nil
+			return
 		}
 		k.fd, k.buf = fd, make([]byte, 8192)
 	}
 	if k.fd < 0 {
-		return nil
+		return
 	}
 	for {
 		n, err := unix.Read(k.fd, k.buf)
@@ -78,15 +105,11 @@ func (k *kmsgReader) kills(boot, since time.Time) []OOMKill {
 			k.killed = append(k.killed, kill)
 		}
 	}
-	i := 0
-	for i < len(k.killed) && k.killed[i].Time.Before(since) {
-		i++
-	}
-	k.killed = k.killed[i:]
-	return k.killed
 }
 
 func (k *kmsgReader) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.fd >= 0 {
 		unix.Close(k.fd)
 	}

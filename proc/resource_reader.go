@@ -23,6 +23,9 @@ type ResourceReader struct {
 	mounts   Mounts
 	buf      []byte
 	kmsg     *kmsgReader
+	// boot is the boot time of the scanner the reader was made for (see
+	// ReadLogAhead); zero otherwise.
+	boot time.Time
 	// fds is the budget the held descriptors come out of (a scanner's);
 	// with none left, or none given, a file is opened, read and closed.
 	fds *fdBudget
@@ -53,8 +56,19 @@ func NewResourceReader(procRoot string, m Mounts) *ResourceReader {
 // read at the start of its last scan rather than reading cpu.stat again.
 func (s *Scanner) NewResourceReader() *ResourceReader {
 	r := NewResourceReader(s.root, s.mounts)
-	r.fds, r.usage = &s.fds, s.CgroupUsage
+	r.fds, r.usage, r.boot = &s.fds, s.CgroupUsage, s.bootTime
 	return r
+}
+
+// ReadLogAhead starts reading the kernel log now, on a goroutine of its
+// own, for a reader made by Scanner.NewResourceReader: a command that
+// scans once reads the log while the scan runs, since neither needs the
+// other and the scan leaves a core idle much of the time. The next Read
+// waits for it. A log of thousands of records is thousands of reads.
+func (r *ResourceReader) ReadLogAhead() {
+	if !r.boot.IsZero() {
+		r.kmsg.readAhead(r.boot)
+	}
 }
 
 // Close releases the kernel log and the held descriptors.

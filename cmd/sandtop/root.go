@@ -223,6 +223,12 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The kernel log's OOM kills are read while the scan runs; the cgroup
+	// figures of the sandboxes it finds, after it, as far as the output
+	// shows them (a one-shot look has no durations, so nothing is stuck).
+	watch := hostview.NewWatcher(s)
+	defer watch.Close()
+	watch.ReadLogAhead()
 	snap, err := s.Scan()
 	// Nothing scans again: the scanner's cache of every process (a few
 	// MB at 10,000) is let go before grouping, which has its own.
@@ -231,17 +237,13 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 		return nil, fmt.Errorf("scan: %w", err)
 	}
 	heap.Scanned()
-	// The resources, and the kernel log's OOM kills, are read for the
-	// sandboxes the scan found (a one-shot look has no durations, so
-	// nothing is stuck yet).
-	watch := hostview.NewWatcher(s)
-	defer watch.Close()
 	if uids {
 		// The document carries every figure and each sandbox's network.
 		watch.SetNeeds(model.ResourceNeeds{Network: true})
 	} else {
-		// The text table shows no cgroup figures: only the badges'.
-		watch.SetNeeds(model.ResourceNeeds{Figures: model.BadgeFigures})
+		// The text table shows no cgroup figures, and one look makes no
+		// badge of one.
+		watch.SetNeeds(model.ResourceNeeds{Once: true})
 	}
 	return hostview.Group(snap, rules, watch), nil
 }

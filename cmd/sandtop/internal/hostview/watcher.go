@@ -49,5 +49,9 @@ func (t *Watcher) Apply(v *model.View) *model.View {
 	return t.w.Apply(v)
 }
 
+// ReadLogAhead starts reading the kernel log before the view exists, for
+// a command that scans once (see proc.ResourceReader.ReadLogAhead).
+func (t *Watcher) ReadLogAhead() { t.rr.ReadLogAhead() }
+
 // Close releases the reader's kernel log and descriptors.
 func (t *Watcher) Close() { t.rr.Close() }
