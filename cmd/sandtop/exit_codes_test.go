@@ -42,6 +42,9 @@ func TestExitCodes(t *testing.T) {
 		{"bad flag value", []string{"kill", "--grace", "soon", "x"}, exitUsage, "invalid argument"},
 		{"missing --proc-root", []string{"list", "--proc-root", "/nonexistent"}, exitUsage, "--proc-root /nonexistent: no such file or directory"},
 		{"missing --rules", []string{"list", "--rules", "/nonexistent.toml"}, exitUsage, "/nonexistent.toml"},
+		// list loads its rules while it scans; the rules' error still wins.
+		{"bad --rules", []string{"list", "--rules", bad}, exitUsage, "bad.toml"},
+		{"bad --rules and --proc-root", []string{"list", "--rules", bad, "--proc-root", "/nonexistent"}, exitUsage, "bad.toml"},
 		{"kill without target", []string{"kill"}, exitUsage, "needs a sandbox ID"},
 		{"kill of an unknown ID", []string{"kill", "--force", "ffffdead00000000"}, exitUsage, "no sandbox ID starts with"},
 		{"kill of an ID and a pid", []string{"kill", "--force", "--pid", "4242", "ffffdead"}, exitUsage, "not both"},

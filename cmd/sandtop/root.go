@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -210,17 +211,33 @@ func checkProcRoot(root string) error {
 // output that shows each process's uid. heap, when not nil, is the
 // one-shot command's collector tuning (gcpace.OneShot).
 func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
-	rules, err := g.rules()
+	// The built-in rules take milliseconds to compile, and the scan asks
+	// them nothing until it has listed the host and read every stat, so
+	// they are loaded meanwhile. Their error, if any, still comes first.
+	var rules model.Rules
+	var rulesErr error
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		rules, rulesErr = g.rules()
+	}()
+	need := sync.OnceValue(func() func(*proc.Process) proc.Fields {
+		<-loaded
+		if rulesErr != nil {
+			return func(*proc.Process) proc.Fields { return 0 }
+		}
+		need := rules.NeedsAlike()
+		if uids {
+			alike := need
+			need = func(p *proc.Process) proc.Fields { return alike(p) | proc.FieldStatus }
+		}
+		return need
+	})
+	s, err := g.oneShotScanner(func(p *proc.Process) proc.Fields { return need()(p) })
 	if err != nil {
-		return nil, err
-	}
-	need := rules.NeedsAlike()
-	if uids {
-		alike := need
-		need = func(p *proc.Process) proc.Fields { return alike(p) | proc.FieldStatus }
-	}
-	s, err := g.oneShotScanner(need)
-	if err != nil {
+		if <-loaded; rulesErr != nil {
+			return nil, rulesErr
+		}
 		return nil, err
 	}
 	// The kernel log's OOM kills are read while the scan runs; the cgroup
@@ -233,6 +250,9 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	// Nothing scans again: the scanner's cache of every process (a few
 	// MB at 10,000) is let go before grouping, which has its own.
 	s.Close()
+	if <-loaded; rulesErr != nil {
+		return nil, rulesErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // Runtime names a sandbox runtime whose host-side process shape sandsim
@@ -121,7 +122,10 @@ type BystanderSpec struct {
 	SiblingOf string `json:"sibling_of,omitempty"`
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+// validName is compiled on first use: sandtop links this package for its
+// demo, and the counted repeat makes a program of some 64 copies, a
+// millisecond or two of every sandtop command's start-up otherwise.
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // maxBehaviour bounds the per-sandbox counts, so a typo cannot fork-bomb
 // the host. bulk:N spreads leaves over many sandboxes instead.
@@ -159,9 +163,9 @@ func (s Spec) Validate() error {
 		if names[sb.Name] {
 			errs = append(errs, fmt.Errorf("%s: duplicate name", where))
 		}
-		if !validName.MatchString(sb.Name) {
+		if !validName().MatchString(sb.Name) {
 			// Names end up in socket file names.
-			errs = append(errs, fmt.Errorf("%s: name must match %v", where, validName))
+			errs = append(errs, fmt.Errorf("%s: name must match %v", where, validName()))
 		}
 		names[sb.Name] = true
 		if sb.ID != "" {
