@@ -157,15 +157,16 @@ bench:
 # per refresh and wakeups against htop and btop side by side in tmux,
 # `sandtop list` against ps (wall, CPU, peak RSS), `list --json` and the
 # screen's RSS, `sandtop kill` end to end, at each size in BENCH_COMPARE_PROCS
-# (default 100,1000,3000,10000; each in a PID namespace of its own, with a
-# bulk fleet from 1,000), as one table with ratios and targets. About ten
-# minutes. Installs procps, htop, btop, tmux and strace with apt-get when
+# (default 100,1000,3000,10000,orphans:3000,orphans:10000; each in a PID
+# namespace of its own, with a bulk fleet from 1,000, and fleets of
+# orphaned containerd shims for list against ps), as one table with ratios
+# and targets. About fifteen minutes. Installs procps, htop, btop, tmux and strace with apt-get when
 # missing; needs root. BENCH_COMPARE_SANDTOP measures another build (the
 # "before" column of a before/after table).
 .PHONY: bench-compare bench-serve
 # In a variable: written inside $(or …), the commas would split the sizes
 # into arguments and leave only the first.
-bench_compare_sizes := 100,1000,3000,10000
+bench_compare_sizes := 100,1000,3000,10000,orphans:3000,orphans:10000
 bench-compare: build
 	$(GO) build -o $(BIN)/benchcompare ./cmd/benchcompare
 	$(BIN)/benchcompare -sandtop $(or $(BENCH_COMPARE_SANDTOP),$(BIN)/sandtop) -procs $(or $(BENCH_COMPARE_PROCS),$(bench_compare_sizes))
