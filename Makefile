@@ -160,8 +160,8 @@ bench:
 # (default 100,1000,3000,10000,orphans:3000,orphans:10000; each in a PID
 # namespace of its own, with a bulk fleet from 1,000, and fleets of
 # orphaned containerd shims for list against ps), as one table with ratios
-# and targets. About fifteen minutes. Installs procps, htop, btop, tmux and strace with apt-get when
-# missing; needs root. BENCH_COMPARE_SANDTOP measures another build (the
+# and targets. About fifteen minutes. Installs procps, htop, btop, tmux and
+# strace with apt-get when missing; needs root. BENCH_COMPARE_SANDTOP measures another build (the
 # "before" column of a before/after table).
 .PHONY: bench-compare bench-serve
 # In a variable: written inside $(or …), the commas would split the sizes

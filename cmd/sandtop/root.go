@@ -226,12 +226,11 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 		if rulesErr != nil {
 			return func(*proc.Process) proc.Fields { return 0 }
 		}
-		need := rules.NeedsAlike()
-		if uids {
-			alike := need
-			need = func(p *proc.Process) proc.Fields { return alike(p) | proc.FieldStatus }
+		alike := rules.NeedsAlike()
+		if !uids {
+			return alike
 		}
-		return need
+		return func(p *proc.Process) proc.Fields { return alike(p) | proc.FieldStatus }
 	})
 	s, err := g.oneShotScanner(func(p *proc.Process) proc.Fields { return need()(p) })
 	if err != nil {

@@ -187,10 +187,18 @@ func TestLeftoversUnderLiveSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	killByHand(t, vm)
-	v, err := src.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The killed VM stays a zombie until its live runner reaps it, and a
+	// sandbox with a process in it, even a zombie, has left nothing behind
+	// yet: scan until it has none.
+	var v *model.View
+	proctest.Eventually(5*time.Second, func() bool {
+		var err error
+		if v, err = src.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		sb := v.Sandbox(vm.ID)
+		return sb != nil && len(sb.Members) == 0
+	})
 	sb := v.Sandbox(vm.ID)
 	if sb == nil {
 		t.Fatal("the dead VM is not shown")
