@@ -218,6 +218,16 @@ func (f *cpuFile) holds(pid int) bool {
 	return in
 }
 
+// CgroupQuiet returns the number of the last scan (scans count from 1)
+// and whether no task of the v2 cgroup path ran between its start and
+// the start of the scan before it.
+func (s *Scanner) CgroupQuiet(path string) (scan uint64, quiet bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, quiet = s.cpu.quiet[path]
+	return s.gen, quiet
+}
+
 // CgroupUsage returns the usage_usec of the v2 cgroup path as the last
 // scan read it at its start, if that scan read it: the CPU time of every
 // task in it, for whoever would read cpu.stat again right after.

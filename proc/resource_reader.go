@@ -30,8 +30,12 @@ type ResourceReader struct {
 	// with none left, or none given, a file is opened, read and closed.
 	fds *fdBudget
 	// usage, when set, is the cpu.stat usage the scanner read at the
-	// start of its last scan (see Scanner.CgroupUsage).
+	// start of its last scan (see Scanner.CgroupUsage), and quiet what it
+	// knows of which cgroups ran (Scanner.CgroupQuiet).
 	usage func(v2 string) (uint64, bool)
+	quiet func(v2 string) (uint64, bool)
+	// reads counts the files read, for tests.
+	reads int
 	// held is the descriptors of the cgroups the last Read read.
 	held map[CgroupKey]*heldCgroup
 	gen  uint64
@@ -56,7 +60,7 @@ func NewResourceReader(procRoot string, m Mounts) *ResourceReader {
 // read at the start of its last scan rather than reading cpu.stat again.
 func (s *Scanner) NewResourceReader() *ResourceReader {
 	r := NewResourceReader(s.root, s.mounts)
-	r.fds, r.usage, r.boot = &s.fds, s.CgroupUsage, s.bootTime
+	r.fds, r.usage, r.quiet, r.boot = &s.fds, s.CgroupUsage, s.CgroupQuiet, s.bootTime
 	return r
 }
 
@@ -155,8 +159,24 @@ func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
 	// The kernel recomputes a pressure file's averages every two seconds
 	// (PSI_FREQ): read more often, it says the same.
 	psiFresh := h.round%psiRounds == 0
+	// An OOM kill is counted as its victim is chosen, and the victim then
+	// runs to die: while the cgroup's tasks do not run, the count read
+	// after the start of the scan before is the count now, bar a kill
+	// whose victim has yet to run, which the next refresh shows. As for
+	// stats (cgroup_cpu.go), it is read anyway one Read in reuseRounds.
+	var scan uint64
+	quiet := false
+	if r.quiet != nil && k.V2 != "" && k.V2 != "/" {
+		scan, quiet = r.quiet(k.V2)
+	}
+	reuseOOM := quiet && h.scan != 0 && h.scan+1 == scan && h.last.Has(HaveOOM) && h.round%reuseRounds != 0
 	for _, f := range figureFiles {
 		if want&f.fig == 0 || res.Has(f.fig) {
+			continue
+		}
+		if f.fig == HaveOOM && reuseOOM {
+			res.OOMKills, res.Have = h.last.OOMKills, res.Have|HaveOOM
+			h.used |= 1<<v2MemoryEvents | 1<<v1OOMControl // keep whichever is held
 			continue
 		}
 		if f.fig&pressureFigures != 0 && !psiFresh && h.last.Has(f.fig) {
@@ -191,7 +211,7 @@ func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
 		f.parse(data, &res)
 	}
 	h.closeUnused(r)
-	h.last = res
+	h.last, h.scan = res, scan
 	return res
 }
 
@@ -352,8 +372,10 @@ type heldCgroup struct {
 	used, missing uint32
 	gen           uint64
 	round         uint
-	// last is what the last Read found.
+	// last is what the last Read found, after the start of scan number
+	// scan (0: no scanner says).
 	last CgroupResources
+	scan uint64
 }
 
 func (r *ResourceReader) newHeld(k CgroupKey) *heldCgroup {
@@ -386,6 +408,7 @@ func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
 		return nil
 	}
 	h.used |= bit
+	r.reads++
 	if fd := h.fd[f]; fd >= 0 {
 		n, err := preadOnce(fd, r.buf)
 		if err == nil && n < len(r.buf) {

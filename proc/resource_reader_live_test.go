@@ -3,9 +3,14 @@ package proc
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // memoryCgroup makes a cgroup with a memory controller on this host, v2
@@ -99,5 +104,69 @@ func TestResourceReaderHoldsDescriptors(t *testing.T) {
 	rr.Close()
 	if n := HeldDescriptors(s) - base; n != 0 {
 		t.Errorf("after Close, %d descriptors still held", n)
+	}
+}
+
+// TestResourceReaderReusesOOMOfQuietCgroup: the OOM count of a cgroup
+// whose tasks did not run since the scan before is the one read then, so
+// it is read one Read in reuseRounds; a cgroup that runs has it read at
+// every Read.
+func TestResourceReaderReusesOOMOfQuietCgroup(t *testing.T) {
+	name := "oom"
+	dir := quietCgroup(t, name)
+	cg := fmt.Sprintf("/sandtop-reuse-%s-%d", name, os.Getpid())
+	sleeper := startSleep(t)
+	s := reusingScanner(t, dir, sleeper.Process.Pid)
+	key := CgroupKey{V2: cg}
+	m := s.Mounts()
+	if ctl, err := os.ReadFile(filepath.Join(m.V2Dir("/"), "cgroup.controllers")); err == nil && strings.Contains(" "+string(ctl), " memory") {
+		if err := os.WriteFile(filepath.Join(m.V2Dir("/"), "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
+			t.Fatal(err)
+		}
+	} else if m.V1.Memory != "" {
+		// A hybrid host counts OOM kills in the v1 memory hierarchy.
+		v1 := cgroupDir(m.V1.Memory, "/", cg)
+		if err := os.Mkdir(v1, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(v1) })
+		key.V1 = cg
+	} else {
+		proctest.SkipMissing(t, "no memory controller to count OOM kills")
+	}
+	rr := s.NewResourceReader()
+	defer rr.Close()
+	reads := func(n int) int {
+		t.Helper()
+		before := rr.reads
+		for range n {
+			// A task on a CPU is charged at scheduler ticks: refreshes a
+			// tick apart see a spinning one run, as a screen's do.
+			time.Sleep(20 * time.Millisecond)
+			if _, err := s.Scan(); err != nil {
+				t.Fatal(err)
+			}
+			snap := &Snapshot{}
+			rr.Read(snap, []CgroupWant{{key, HaveOOM}}, nil)
+			if got := snap.Resources[key]; got == nil || !got.Has(HaveOOM) || got.OOMKills != 0 {
+				t.Fatalf("OOM count %+v, want 0", got)
+			}
+		}
+		return rr.reads - before
+	}
+	reads(2) // the first read, then one after it to compare with
+	if n := reads(2 * reuseRounds); n > 4 {
+		t.Errorf("quiet cgroup: %d reads of its OOM count in %d Reads, want about one in %d", n, 2*reuseRounds, reuseRounds)
+	}
+	// Now its task runs at every refresh.
+	spin := exec.Command("sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(spin.Process.Pid))
+	reads(2)
+	if n := reads(reuseRounds); n < reuseRounds {
+		t.Errorf("busy cgroup: %d reads of its OOM count in %d Reads, want one each", n, reuseRounds)
 	}
 }
