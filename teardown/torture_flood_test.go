@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/proc"
@@ -180,7 +181,7 @@ func floodTrial(t *testing.T, fb *floodBox, dedicated bool, grace time.Duration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := liveView(t, rules)
+	v := fleettest.View(t, rules)
 	// A flood's process that is exiting may sit in D for seconds on a
 	// loaded host while the kernel frees its memory (unlink_file_vma):
 	// verify's deadline leaves it the time.
@@ -340,7 +341,7 @@ func TestChurnParentExitsMidTeardown(t *testing.T) {
 	t.Cleanup(func() { reap(root) })
 	moveInto(t, cg, root.Process.Pid)
 	waitChildren(t, root.Process.Pid, 1)
-	eng, plan := planPID(t, liveView(t, nil), root.Process.Pid, PlanOptions{})
+	eng, plan := planPID(t, fleettest.View(t, nil), root.Process.Pid, PlanOptions{})
 	var events []Event
 	tot := eng.Run(context.Background(), plan, func(ev Event) {
 		events = append(events, ev)
@@ -459,7 +460,7 @@ func reuseMidTeardown(t *testing.T, bycg string) midResult {
 	}
 	t.Cleanup(func() { reap(victim) })
 	waitChildren(t, victim.Process.Pid, 3)
-	eng, plan := planPID(t, liveView(t, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second})
+	eng, plan := planPID(t, fleettest.View(t, nil), victim.Process.Pid, PlanOptions{Grace: 2 * time.Second, Deadline: 5 * time.Second})
 	var bystanders []*canary
 	t.Cleanup(func() {
 		for _, c := range bystanders {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
-	"github.com/sandtop/sandtop/proc"
 )
 
 // The torture suite is evidence that a teardown never kills the
@@ -139,21 +138,6 @@ func childCmd(t *testing.T, exe, name string, env ...string) *exec.Cmd {
 	cmd := exec.Command(exe, "-test.run=^"+name+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), append([]string{envChild + "=" + name}, env...)...)
 	return cmd
-}
-
-// liveView scans the host once and groups it with rules (nil: none).
-func liveView(t *testing.T, rules model.Rules) *model.View {
-	t.Helper()
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	snap, err := sc.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return model.Build(snap, rules, nil)
 }
 
 // planPID plans the teardown of pid's subtree in v, as the screen's

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -157,7 +158,7 @@ func reuseRound(t *testing.T, rng *rand.Rand) reuseResult {
 	t.Cleanup(func() { reap(victim) })
 	kids := waitChildren(t, victim.Process.Pid, 2)
 
-	v := liveView(t, nil)
+	v := fleettest.View(t, nil)
 	eng, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
