@@ -64,6 +64,28 @@ func leftoverPaths(sb *model.Sandbox) (removable, kept []string) {
 	return removable, kept
 }
 
+// scanUntilNoProcess scans src until none of the sandboxes ids has a
+// process left, for at most 5 s, and returns the last view. A killed
+// process stays a zombie until its parent reaps it, and a sandbox with a
+// process in it, even a zombie, has left nothing behind yet.
+func scanUntilNoProcess(t *testing.T, src *hostview.Source, ids ...string) *model.View {
+	t.Helper()
+	var v *model.View
+	proctest.Eventually(5*time.Second, func() bool {
+		var err error
+		if v, err = src.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if sb := v.Sandbox(id); sb != nil && len(sb.Members) > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return v
+}
+
 // TestReapLeftovers: a vm0 VM SIGKILLed by hand after its runner died
 // leaves its workspace and socket directory; a boxlite box whose processes
 // all died leaves its empty cgroup. sandtop shows both as leftovers, and
@@ -91,16 +113,9 @@ func TestReapLeftovers(t *testing.T) {
 	killByHand(t, vm)
 	killByHand(t, box)
 
-	// What the reaper's next scan shows: both leftovers, with their paths.
+	// What the reaper's next scans show: both leftovers, with their paths.
 	// Its source saw the VM alive and remembers its workspace's base.
-	view := func() *model.View {
-		v, err := h.r.src.Scan()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	v := view()
+	v := scanUntilNoProcess(t, h.r.src, vm.ID, box.ID)
 	wantVM := []string{"dir:" + sock, "dir:" + ws}
 	slices.Sort(wantVM)
 	if sb := v.Sandbox(vm.ID); sb == nil {
@@ -187,18 +202,7 @@ func TestLeftoversUnderLiveSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	killByHand(t, vm)
-	// The killed VM stays a zombie until its live runner reaps it, and a
-	// sandbox with a process in it, even a zombie, has left nothing behind
-	// yet: scan until it has none.
-	var v *model.View
-	proctest.Eventually(5*time.Second, func() bool {
-		var err error
-		if v, err = src.Scan(); err != nil {
-			t.Fatal(err)
-		}
-		sb := v.Sandbox(vm.ID)
-		return sb != nil && len(sb.Members) == 0
-	})
+	v := scanUntilNoProcess(t, src, vm.ID)
 	sb := v.Sandbox(vm.ID)
 	if sb == nil {
 		t.Fatal("the dead VM is not shown")
