@@ -85,7 +85,11 @@ func TestLXC(t *testing.T) {
 				if eventually(func() bool { st, _ = try("lxc-info", "-n", name, "-s", "-H"); return st == "STOPPED" }) {
 					return nil
 				}
-				return fmt.Errorf("lxc-info says %s after the kill", st)
+				// What lxc-start's monitor, which sets the state, was doing.
+				info, _ := try("lxc-info", "-n", name)
+				events, _ := try("sh", "-c", "grep -H . /sys/fs/cgroup/lxc.monitor."+name+"/cgroup.events /sys/fs/cgroup/lxc.payload."+name+"/cgroup.events")
+				monitor, _ := try("sh", "-c", "ps -o pid,stat,wchan:30,args -C lxc-start")
+				return fmt.Errorf("lxc-info says %s after the kill\n%s\n%s\n%s", st, info, events, monitor)
 			})
 		})
 	}
