@@ -49,8 +49,15 @@ type Resources struct {
 	WorkloadNote       string
 	// Partial is set when only some of the cgroup's figures were read
 	// (a screen reads of most sandboxes only what its columns show): a
-	// nil figure then says nothing.
+	// nil figure then says nothing. Asked is the figures that were read.
 	Partial bool
+	Asked   proc.Figure
+}
+
+// Unread reports whether any of the figures f was left unread (Partial):
+// unknown, not absent.
+func (r *Resources) Unread(f proc.Figure) bool {
+	return r.Partial && r.Asked&f != f
 }
 
 // Pressure is the share of the last ten seconds in which some task of a
@@ -147,6 +154,7 @@ func resourcesOf(sb *Sandbox, snap *proc.Snapshot, role func(*Sandbox, *Member) 
 		return r
 	}
 	r.Partial = cg.Asked != 0 && cg.Asked&proc.AllFigures != proc.AllFigures
+	r.Asked = cg.Asked
 	opt := func(f proc.Figure, v uint64) *uint64 {
 		if !cg.Has(f) {
 			return nil
@@ -199,7 +207,11 @@ func (v *View) Resources(sb *Sandbox) *Resources {
 // judges by (BadgeFigures) are read whatever it says.
 type ResourceNeeds struct {
 	Figures proc.Figure
-	Full    map[string]bool
+	// Shown, when not nil, narrows Figures to the sandboxes whose keys it
+	// holds (the rows on a screen and a page either side); the others get
+	// the badges' figures only.
+	Shown map[string]bool
+	Full  map[string]bool
 	// Network asks for every sandbox's network namespaces and listeners
 	// (`list --json`); the sandboxes in Full get theirs anyway.
 	Network bool
@@ -227,6 +239,8 @@ func ResourceWants(v *View, n ResourceNeeds) (wants []proc.CgroupWant, dstate []
 			case n.Full[sb.Key()]:
 			case n.Once:
 				f = n.Figures
+			case n.Shown != nil && !n.Shown[sb.Key()]:
+				f = BadgeFigures
 			case n.Figures != 0:
 				f = n.Figures | BadgeFigures
 			}

@@ -123,7 +123,8 @@ func TestResourcesJSON(t *testing.T) {
 // TestResourceWantsOnce: a view judged once reads no badge figures (a
 // counter's growth takes two looks) and no wait channels (stuck takes a
 // while), only the figures it shows, and every figure of the sandboxes
-// in Full.
+// in Full; a sandbox off screen (not in Shown) gets the badges' figures
+// only.
 func TestResourceWantsOnce(t *testing.T) {
 	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	cgroup := "/libpod_parent/libpod-" + id
@@ -147,6 +148,9 @@ func TestResourceWantsOnce(t *testing.T) {
 		{"once, nothing shown", ResourceNeeds{Once: true}, 0, false},
 		{"once, IO shown", ResourceNeeds{Once: true, Figures: proc.HaveIO}, proc.HaveIO, false},
 		{"once, in the detail pane", ResourceNeeds{Once: true, Full: map[string]bool{sb.Key(): true}}, proc.AllFigures, false},
+		{"IO shown, the sandbox on screen", ResourceNeeds{Figures: proc.HaveIO, Shown: map[string]bool{sb.Key(): true}}, proc.HaveIO | BadgeFigures, true},
+		{"IO shown, the sandbox off screen", ResourceNeeds{Figures: proc.HaveIO, Shown: map[string]bool{}}, BadgeFigures, true},
+		{"off screen, in the detail pane", ResourceNeeds{Figures: proc.HaveIO, Shown: map[string]bool{}, Full: map[string]bool{sb.Key(): true}}, proc.AllFigures, true},
 	} {
 		wants, dstate := ResourceWants(v, tc.n)
 		var got proc.Figure

@@ -48,8 +48,23 @@ func (s *ioSampler) of(sb *model.Sandbox) (float64, bool) {
 	return r, ok
 }
 
+// sampled reports whether the sandbox's IO was read at the last refresh.
+func (s *ioSampler) sampled(sb *model.Sandbox) bool {
+	if s == nil || sb == nil {
+		return false
+	}
+	_, ok := s.prev[sb.Key()]
+	return ok
+}
+
+// pending is what a figure's cell shows while it is being read.
+const pending = "…"
+
 // io is a sandbox row's block IO rate ("-" when its cgroup has none).
 func (r *row) io() string {
+	if r.kind == rowSandbox && r.st.ioPending {
+		return pending
+	}
 	if r.kind != rowSandbox || !r.st.ioKnown {
 		return "-"
 	}
@@ -59,6 +74,9 @@ func (r *row) io() string {
 // pressure is a sandbox row's highest pressure and what it is of
 // ("12%mem"), "-" when its cgroup has none.
 func (r *row) pressure() string {
+	if r.kind == rowSandbox && r.st.pressurePending {
+		return pending
+	}
 	if r.kind != rowSandbox || r.st.pressureOf == "" {
 		return "-"
 	}

@@ -7,10 +7,12 @@ import (
 
 // resourceNeeds is what the next scan must read of the sandboxes'
 // cgroups for this screen: the IO and pressure figures while their
-// columns are shown (or the rows are in their order), every figure of
-// the sandbox in the detail pane, and nothing else (a Watch reads what
-// its badges need anyway). Each file not read is a read saved per
-// dedicated cgroup per refresh.
+// columns are shown, of the rows on screen and a page either side (of
+// every sandbox while the rows are in their order), every figure of the
+// sandbox in the detail pane, and nothing else (a Watch reads what its
+// badges need anyway). Each file not read is a read saved per dedicated
+// cgroup per refresh: at a thousand sandboxes, most of the screen's
+// cgroup reads.
 func (m *Model) resourceNeeds() model.ResourceNeeds {
 	n := model.ResourceNeeds{Figures: model.BadgeFigures}
 	for _, c := range m.table.cols {
@@ -26,6 +28,10 @@ func (m *Model) resourceNeeds() model.ResourceNeeds {
 		n.Figures |= proc.HaveIO
 	case sortPressure:
 		n.Figures |= proc.HavePressureCPU | proc.HavePressureMemory | proc.HavePressureIO
+	default:
+		if n.Figures != model.BadgeFigures {
+			n.Shown = m.table.nearKeys()
+		}
 	}
 	if r := m.table.selected(); m.showDetail && r != nil && r.sb != nil {
 		n.Full = map[string]bool{r.sb.Key(): true}

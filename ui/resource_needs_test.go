@@ -44,3 +44,60 @@ func TestScreenReadsOnlyWhatItShows(t *testing.T) {
 		t.Errorf("detail pane open on %v: asks for %+v, want every figure of it", sb, n)
 	}
 }
+
+// TestScreenReadsFiguresOfRowsNearby: of a long list, the IO and pressure
+// figures are asked for the rows on screen and a page either side only,
+// and of every sandbox while the rows are in IO order; a row whose
+// figures were not read shows that they are coming, not that there are
+// none.
+func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
+	v := benchView(100, 2)
+	src := &needsSource{fakeSource: fakeSource{views: []*model.View{v}}}
+	m := newTestModel(t, src, nil)
+	settle(m, size(250, 20), m.Init()())
+	last := func() model.ResourceNeeds {
+		t.Helper()
+		settle(m, keys("r")...)
+		return src.needs[len(src.needs)-1]
+	}
+	n := last()
+	if n.Shown == nil {
+		t.Fatalf("a hundred sandboxes, IO shown: asks for %+v, want the rows nearby only", n)
+	}
+	h := m.table.height
+	for i, r := range m.table.rows {
+		if near := i < 2*h; n.Shown[r.sb.Key()] != near {
+			t.Errorf("row %d of %d (screen of %d): asked %v, want %v", i, len(m.table.rows), h, n.Shown[r.sb.Key()], near)
+		}
+	}
+	settle(m, keys("pgdown", "pgdown", "pgdown")...)
+	if n := last(); n.Shown[m.table.rows[0].sb.Key()] || !n.Shown[m.table.selected().sb.Key()] {
+		t.Errorf("three pages down: the first row asked %v, the selected %v", n.Shown[m.table.rows[0].sb.Key()], n.Shown[m.table.selected().sb.Key()])
+	}
+	for m.table.sort != sortIO {
+		settle(m, keys("s")...)
+	}
+	if n := last(); n.Shown != nil {
+		t.Errorf("sorted by IO: asks for the figures of %d sandboxes only, want every one's", len(n.Shown))
+	}
+
+	pv := model.NewBuilder(testRules).Build(snapshot(0, fleetProcs()...), nil)
+	wants, _ := model.ResourceWants(pv, model.ResourceNeeds{})
+	pv.Snapshot.Resources = map[proc.CgroupKey]*proc.CgroupResources{}
+	for _, w := range wants {
+		pv.Snapshot.Resources[w.Key] = &proc.CgroupResources{Asked: model.BadgeFigures, Have: proc.HaveOOM}
+	}
+	var w model.Watch
+	pv = w.Apply(pv)
+	if len(wants) == 0 {
+		t.Fatal("the fleet has no dedicated cgroup")
+	}
+	for _, r := range buildRows(rowsInput{view: pv, io: &ioSampler{}}) {
+		if r.kind != rowSandbox || (r.sb.Cgroup == "" && r.sb.Freezer == "") {
+			continue
+		}
+		if r.io() != pending || r.pressure() != pending {
+			t.Errorf("%s, IO and pressure not read: cells %q and %q, want %q", r.sb.ID, r.io(), r.pressure(), pending)
+		}
+	}
+}

@@ -70,6 +70,9 @@ type stats struct {
 	ioKnown    bool
 	pressure   float64
 	pressureOf string
+	// ioPending and pressurePending say a figure is coming: not read yet
+	// (the row was off screen) or, for IO, read once and not yet twice.
+	ioPending, pressurePending bool
 }
 
 // row is one line of the table. Cells are formatted when the row is drawn,
@@ -127,8 +130,11 @@ func buildRows(in rowsInput) []row {
 			g.st.rss += m.RSS
 		}
 		g.st.io, g.st.ioKnown = in.io.of(sb)
+		g.st.ioPending = !g.st.ioKnown && in.io.sampled(sb)
 		if r := v.Resources(sb); r != nil {
 			g.st.pressure, g.st.pressureOf = r.Pressure.Max()
+			g.st.ioPending = g.st.ioPending || r.Unread(proc.HaveIO)
+			g.st.pressurePending = r.Unread(proc.HavePressureCPU | proc.HavePressureMemory | proc.HavePressureIO)
 		}
 		groups = append(groups, g)
 		total++

@@ -60,6 +60,8 @@ type table struct {
 	// sandboxes, expanded or not; depth the deepest tree level among the
 	// rows, indent the cells a level takes.
 	longest, depth, indent int
+	// widths is each listed sandbox's widest command, by the last rows.
+	widths map[*model.Sandbox]int
 	// sort and reverse are the order the rows are in, for the header's
 	// arrow.
 	sort    sortKey
@@ -90,25 +92,53 @@ func (t *table) maxScroll() int {
 
 // measure finds what the column layout depends on in the rows: the
 // longest command of the listed sandboxes and the deepest tree level.
+//
+// A sandbox's widest command is kept by its pointer: a refresh hands on
+// the sandboxes none of whose members changed, so measuring costs only
+// the changed ones, not every process's command at every refresh.
 func (t *table) measure() {
 	t.longest, t.depth = 0, 0
+	widths := make(map[*model.Sandbox]int, len(t.widths))
 	for i := range t.rows {
 		r := &t.rows[i]
 		switch r.kind {
 		case rowSandbox:
-			for _, mb := range r.sb.Members {
-				w := 3*mb.Depth + ansi.StringWidth(format.Printable(format.Command(mb.Process)))
-				t.longest = max(t.longest, w)
+			w, ok := t.widths[r.sb]
+			if !ok {
+				for _, mb := range r.sb.Members {
+					w = max(w, 3*mb.Depth+ansi.StringWidth(format.Printable(format.Command(mb.Process))))
+				}
 			}
+			widths[r.sb] = w
+			t.longest = max(t.longest, w)
 		case rowMember, rowHostProc:
 			t.depth = max(t.depth, utf8.RuneCountInString(r.prefix)/3)
 		}
 	}
+	t.widths = widths
 }
 
 // scroll moves the commands by steps (negative: back to the left).
 func (t *table) scroll(steps int) {
 	t.hscroll = min(max(t.hscroll+steps*hscrollStep, 0), t.maxScroll())
+}
+
+// nearKeys are the keys of the sandboxes with a row on screen or within a
+// page of it: those a scroll by a page shows at once. Nil, every
+// sandbox, before the first rows.
+func (t *table) nearKeys() map[string]bool {
+	if len(t.rows) == 0 {
+		return nil
+	}
+	h := max(t.height, 1)
+	lo, hi := max(t.offset-h, 0), min(t.offset+2*h, len(t.rows))
+	keys := make(map[string]bool, hi-lo)
+	for i := lo; i < hi; i++ {
+		if sb := t.rows[i].sb; sb != nil {
+			keys[sb.Key()] = true
+		}
+	}
+	return keys
 }
 
 func (t *table) selected() *row {
