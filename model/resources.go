@@ -209,9 +209,12 @@ type ResourceNeeds struct {
 	Figures proc.Figure
 	// Shown, when not nil, narrows Figures to the sandboxes whose keys it
 	// holds (the rows on a screen and a page either side); the others get
-	// the badges' figures only.
+	// the badges' figures only, and of those not in Open either no
+	// process is shown (SettledCgroups).
 	Shown map[string]bool
-	Full  map[string]bool
+	// Open is the sandboxes whose processes are listed (expanded rows).
+	Open map[string]bool
+	Full map[string]bool
 	// Network asks for every sandbox's network namespaces and listeners
 	// (`list --json`); the sandboxes in Full get theirs anyway.
 	Network bool

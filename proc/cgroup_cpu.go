@@ -40,7 +40,9 @@ import (
 //     still there, else it is read (see pidTable.checkParents);
 //   - each process is read anyway one scan in reuseRounds (a different
 //     eighth of them each scan), so memory counters and anything
-//     unforeseen lag at most that many refreshes.
+//     unforeseen lag at most that many refreshes; but not while a front
+//     end settles its cgroup (ScanHints: nothing of its processes is
+//     shown), and then at the first scan that does not.
 //
 // Zombies and kernel threads are always read, as are processes in the
 // root cgroup (whose usage is the whole machine's) and any process whose

@@ -82,7 +82,24 @@ type pidSlot struct {
 	// with the spare slice).
 	parentStart uint64
 	have, reuse bool
+	// stale says the stat was reused when a read was due (its cgroup was
+	// settled, see ScanHints): the next scan that does not settle it reads
+	// it, whatever its round.
+	stale bool
 }
+
+// reuse is what a scan may do with a process's last stat.
+type reuse uint8
+
+const (
+	// reuseNone: read it.
+	reuseNone reuse = iota
+	// reuseQuiet: its cgroup did not run; reuse it but one scan in
+	// reuseRounds.
+	reuseQuiet
+	// reuseSettled: its cgroup did not run and is settled; reuse it.
+	reuseSettled
+)
 
 // statRead is one process as the stat pass found it.
 type statRead struct {
@@ -156,16 +173,16 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 // scan lists the pids and appends each one's stat to found, ascending by
 // pid; an entry whose pid could not be read is marked gone. It counts the
 // stats read in n, and reads with up to workers goroutines. quiet, when
-// not nil, names the identities whose stat may be reused from the last
-// scan (their cgroup did not run since; see cgroup_cpu.go), and sets that
-// stat.
+// not nil, says of each identity whether its stat may be reused from the
+// last scan (its cgroup did not run since; see cgroup_cpu.go), and if so
+// sets that stat.
 //
 // The work is in three passes: matching the listing against the last
 // scan's pids (departed ones lose their descriptor at once), reading every
 // stat, and settling the results. Only the reads, ~95% of a steady refresh
 // and all of it kernel time (pread regenerates the stat text), run in
 // parallel: each goroutine reads its own slots into its own buffer.
-func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity, *pidStat) bool) ([]statRead, error) {
+func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity, *pidStat) reuse) ([]statRead, error) {
 	var pids []int
 	none := t.births.none()
 	from, to, probe := t.births.span()
@@ -231,8 +248,13 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 		// it is also what finds a process that left its cgroup, in the
 		// one scan of reuseRounds that checks the cgroup's members, which
 		// may be this one.
-		sl.reuse = quiet != nil && sl.have && quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st) &&
-			(uint(sl.pid)+t.scans)%reuseRounds != 0
+		q := reuseNone
+		if quiet != nil && sl.have {
+			q = quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st)
+		}
+		due := (uint(sl.pid)+t.scans)%reuseRounds == 0
+		sl.reuse = q == reuseSettled || (q == reuseQuiet && !due && !sl.stale)
+		sl.stale = sl.reuse && (due || sl.stale)
 		if sl.reuse {
 			reused++
 		} else {

@@ -136,6 +136,9 @@ type Snapshot struct {
 	Listeners map[string]bool
 	// Mounts says where the cgroup hierarchies are mounted.
 	Mounts Mounts
+	// Settled is the cgroups the scan was told to settle (ScanHints):
+	// the memory counters of their processes may be older than the scan.
+	Settled map[string]bool
 	// PartlyUnreadable counts processes with Partial set.
 	PartlyUnreadable int
 	// Host is the machine's load, memory and CPU time; nil when the procfs

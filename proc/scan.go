@@ -220,14 +220,32 @@ func (s *Scanner) Seed(snap *Snapshot) {
 // fresh. Slices in them (Argv, NSpid) are shared between snapshots, and so
 // are the Cgroups, Freezers and Listeners maps while their contents do not
 // change: callers must treat all of it as read-only.
-func (s *Scanner) Scan() (*Snapshot, error) {
+func (s *Scanner) Scan() (*Snapshot, error) { return s.ScanWith(ScanHints{}) }
+
+// ScanHints is what a front end tells a scan about what it shows.
+type ScanHints struct {
+	// Settled names v2 cgroups none of whose processes' own figures are
+	// shown (a sandbox's dedicated cgroup, off screen and collapsed):
+	// while such a cgroup does not run, its processes' stats are reused
+	// without the read one scan in reuseRounds that bounds how stale
+	// their memory counters may get, and read at the first scan that no
+	// longer settles them. Their state, CPU time, threads and parent are
+	// still those of now: they change only when the process runs, which
+	// the cgroup's usage shows, or, for the parent, are checked anyway.
+	Settled map[string]bool
+}
+
+// ScanWith is Scan with hints. Only the scan they are given to is
+// hinted: a scan that must see everything as it is (a teardown's
+// verification) calls Scan.
+func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
 	s.reads = readCounts{}
 
 	now := time.Now()
-	kthreadd, err := s.readStats()
+	kthreadd, err := s.readStats(h.Settled)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +269,7 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 		Procs:      make([]*Process, 0, live),
 		ByPID:      make(map[int]*Process, live),
 		Mounts:     s.mounts,
+		Settled:    h.Settled,
 	}
 	// Three small files, read with every scan so the screen never reads.
 	snap.Host, _ = ReadHost(func(name string) ([]byte, error) {
@@ -295,30 +314,33 @@ func (s *Scanner) Scan() (*Snapshot, error) {
 // readStats lists the pid directories and reads each one's stat: the only
 // per-process read a steady refresh does. It fills s.found, sorted by pid,
 // and reports whether pid 2 is kthreadd (see isKthreadd).
-func (s *Scanner) readStats() (kthreadd bool, err error) {
+func (s *Scanner) readStats(settled map[string]bool) (kthreadd bool, err error) {
 	// A process whose stat may be reused: its cgroup did not run, and it
 	// is still in it (see cgroup_cpu.go). One that left has its cached
 	// cgroup dropped with the rest of its entry, to be read again. The
 	// pids in cgroup.procs are those of sandtop's own pid namespace, so
 	// only a /proc of that namespace can be compared with them.
-	var quiet func(Identity, *pidStat) bool
+	var quiet func(Identity, *pidStat) reuse
 	s.moved = s.moved[:0]
 	if q := s.cpu.start(); len(q) > 0 && s.pids.births.path != "" {
-		quiet = func(id Identity, last *pidStat) bool {
+		quiet = func(id Identity, last *pidStat) reuse {
 			e := s.cache.entries[id]
 			if e == nil || e.proc.Zombie() {
-				return false
+				return reuseNone
 			}
 			f, ok := q[e.proc.Cgroup]
 			if !ok {
-				return false
+				return reuseNone
 			}
 			if !f.holds(id.PID) {
 				s.moved = append(s.moved, id)
-				return false
+				return reuseNone
 			}
 			*last = statOf(e.proc, e.startCode, s.pageSize)
-			return true
+			if settled[e.proc.Cgroup] {
+				return reuseSettled
+			}
+			return reuseQuiet
 		}
 	}
 	s.found, err = s.pids.scan(s.found[:0], &s.reads, s.readWorkers(), quiet)

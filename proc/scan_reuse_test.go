@@ -353,3 +353,64 @@ func TestStatOfRebuildsTheProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestScanSettledCgroupSkipsDueReads: while a front end settles a quiet
+// cgroup, its process's stat is reused at every scan, the scans that
+// would read it anyway included; the first scan that does not settle it
+// reads it, and what the process does (stop) shows while settled too.
+func TestScanSettledCgroupSkipsDueReads(t *testing.T) {
+	dir := quietCgroup(t, "settled")
+	cmd := startSleep(t)
+	pid := cmd.Process.Pid
+	s := reusingScanner(t, dir, pid)
+	rel := "/" + filepath.Base(dir)
+	if p, err := s.Scan(); err != nil || p.ByPID[pid] == nil || p.ByPID[pid].Cgroup != rel {
+		t.Fatalf("pid %d not seen in cgroup %s (%v)", pid, rel, err)
+	}
+	hints := ScanHints{Settled: map[string]bool{rel: true}}
+	scan := func(h ScanHints) *Snapshot {
+		t.Helper()
+		snap, err := s.ScanWith(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	// Unsettled, the process is read within reuseRounds scans.
+	read := false
+	for range reuseRounds {
+		scan(ScanHints{})
+		read = read || !reusedPID(s, pid)
+	}
+	if !read {
+		t.Fatalf("pid %d: not read once in %d scans of its quiet cgroup", pid, reuseRounds)
+	}
+	scanUntilReused(t, s, pid)
+	for i := range 2 * reuseRounds {
+		scan(hints)
+		if !reusedPID(s, pid) {
+			// Only activity in the cgroup may cause a read: the sleep
+			// does not run, so it is a test of ours that did.
+			t.Fatalf("settled scan %d read pid %d's stat", i, pid)
+		}
+	}
+	scan(ScanHints{})
+	if reusedPID(s, pid) {
+		t.Errorf("pid %d: its stat, due while settled, was reused by the first scan not settling it", pid)
+	}
+
+	scanUntilReused(t, s, pid)
+	if err := cmd.Process.Signal(unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'T' })
+	for i := 0; ; i++ {
+		if p := scan(hints).ByPID[pid]; p != nil && p.State == 'T' {
+			break
+		}
+		if i == 1 {
+			t.Fatalf("settled: pid %d stopped, not shown so two scans later", pid)
+		}
+	}
+	_ = cmd.Process.Signal(unix.SIGCONT)
+}

@@ -47,9 +47,9 @@ func TestScreenReadsOnlyWhatItShows(t *testing.T) {
 
 // TestScreenReadsFiguresOfRowsNearby: of a long list, the IO and pressure
 // figures are asked for the rows on screen and a page either side only,
-// and of every sandbox while the rows are in IO order; a row whose
-// figures were not read shows that they are coming, not that there are
-// none.
+// and of every sandbox while the rows are in IO order; what is expanded
+// is said; a row whose figures (or members' memory) were not read shows
+// that they are coming, not that there are none.
 func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
 	v := benchView(100, 2)
 	src := &needsSource{fakeSource: fakeSource{views: []*model.View{v}}}
@@ -74,6 +74,13 @@ func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
 	if n := last(); n.Shown[m.table.rows[0].sb.Key()] || !n.Shown[m.table.selected().sb.Key()] {
 		t.Errorf("three pages down: the first row asked %v, the selected %v", n.Shown[m.table.rows[0].sb.Key()], n.Shown[m.table.selected().sb.Key()])
 	}
+	if n := last(); len(n.Open) != 0 {
+		t.Errorf("nothing expanded: asks as if %d sandboxes were", len(n.Open))
+	}
+	settle(m, keys("e")...)
+	if n := last(); len(n.Open) != len(m.view.Sandboxes) {
+		t.Errorf("every sandbox expanded: asks as if %d of %d were", len(n.Open), len(m.view.Sandboxes))
+	}
 	for m.table.sort != sortIO {
 		settle(m, keys("s")...)
 	}
@@ -89,6 +96,10 @@ func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
 	}
 	var w model.Watch
 	pv = w.Apply(pv)
+	pv.Snapshot.Settled = map[string]bool{}
+	for _, sb := range pv.Sandboxes {
+		pv.Snapshot.Settled[sb.Cgroup] = sb.Cgroup != ""
+	}
 	if len(wants) == 0 {
 		t.Fatal("the fleet has no dedicated cgroup")
 	}
@@ -96,8 +107,8 @@ func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
 		if r.kind != rowSandbox || (r.sb.Cgroup == "" && r.sb.Freezer == "") {
 			continue
 		}
-		if r.io() != pending || r.pressure() != pending {
-			t.Errorf("%s, IO and pressure not read: cells %q and %q, want %q", r.sb.ID, r.io(), r.pressure(), pending)
+		if r.io() != pending || r.pressure() != pending || !r.st.rssPending {
+			t.Errorf("%s, IO, pressure and its members' memory not read: cells %q and %q, memory pending %v; want %q", r.sb.ID, r.io(), r.pressure(), r.st.rssPending, pending)
 		}
 	}
 }

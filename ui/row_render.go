@@ -146,7 +146,11 @@ func (t *table) groupCell(b *strings.Builder, hl *highlights, col column, r *row
 	case colCPU:
 		hl.cpu(b, r.st.cpu, c.cpu)
 	case colMem:
-		cell(b, format.Bytes(r.st.rss), col.w, true)
+		mem := format.Bytes(r.st.rss)
+		if r.st.rssPending {
+			mem = pending
+		}
+		cell(b, mem, col.w, true)
 	case colAge:
 		cell(b, r.age(c.view), col.w, true)
 	case colIO:
@@ -173,7 +177,11 @@ func (t *table) processCell(b *strings.Builder, hl *highlights, col column, r *r
 	case colCPU:
 		hl.cpu(b, c.cpu.of(p), c.cpu)
 	case colMem:
-		cell(b, format.Bytes(p.RSS), col.w, true)
+		mem := format.Bytes(p.RSS)
+		if c.view.Snapshot.Settled[p.Cgroup] {
+			mem = pending
+		}
+		cell(b, mem, col.w, true)
 	case colAge:
 		cell(b, format.CPUTime(c.view.Snapshot.CPUSeconds(p)), col.w, true)
 	case colIO, colPressure:

@@ -71,8 +71,10 @@ type stats struct {
 	pressure   float64
 	pressureOf string
 	// ioPending and pressurePending say a figure is coming: not read yet
-	// (the row was off screen) or, for IO, read once and not yet twice.
-	ioPending, pressurePending bool
+	// (the row was off screen) or, for IO, read once and not yet twice;
+	// rssPending that the members' memory counters were not read (the
+	// sandbox was off screen and collapsed: proc.ScanHints).
+	ioPending, pressurePending, rssPending bool
 }
 
 // row is one line of the table. Cells are formatted when the row is drawn,
@@ -129,6 +131,7 @@ func buildRows(in rowsInput) []row {
 			g.st.cpu += in.cpu.of(m.Process)
 			g.st.rss += m.RSS
 		}
+		g.st.rssPending = sb.Cgroup != "" && v.Snapshot.Settled[sb.Cgroup]
 		g.st.io, g.st.ioKnown = in.io.of(sb)
 		g.st.ioPending = !g.st.ioKnown && in.io.sampled(sb)
 		if r := v.Resources(sb); r != nil {

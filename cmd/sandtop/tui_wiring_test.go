@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet"
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
@@ -276,4 +277,53 @@ func fleetOnly(snap *proc.Snapshot, owner int) *proc.Snapshot {
 		}
 	}
 	return &out
+}
+
+// TestSourceSettlesWhatIsNotShown: the screen's Source tells its scans
+// which dedicated cgroups to settle (proc.ScanHints): those of the
+// sandboxes the screen shows nothing of, and no longer once it shows
+// one (on screen, expanded, in the detail pane).
+func TestSourceSettlesWhatIsNotShown(t *testing.T) {
+	man := fleettest.Start(t, fleet.Spec{Scenario: "settle", Sandboxes: []fleet.SandboxSpec{
+		{Name: "shown", Runtime: fleet.Containerd, Bare: true, Leaves: 2},
+		{Name: "hidden", Runtime: fleet.Containerd, Bare: true, Leaves: 2},
+	}}).Manifest()
+	sc, err := proc.NewScanner(proc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	src := hostview.NewSource(sc, model.Effective(nil, true), 0, nil)
+	v, err := src.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandbox := func(name string) *model.Sandbox {
+		t.Helper()
+		sb := v.Sandbox(man.Sandbox(name).ID)
+		if sb == nil || sb.Cgroup == "" {
+			t.Fatalf("sandbox %s: %+v, want one with a dedicated cgroup", name, sb)
+		}
+		return sb
+	}
+	shown, hidden := sandbox("shown"), sandbox("hidden")
+	for _, tc := range []struct {
+		name  string
+		needs model.ResourceNeeds
+		want  bool // hidden's cgroup settled
+	}{
+		{"one on screen", model.ResourceNeeds{Shown: map[string]bool{shown.Key(): true}}, true},
+		{"the other expanded", model.ResourceNeeds{Shown: map[string]bool{shown.Key(): true}, Open: map[string]bool{hidden.Key(): true}}, false},
+		{"the other in the detail pane", model.ResourceNeeds{Shown: map[string]bool{shown.Key(): true}, Full: map[string]bool{hidden.Key(): true}}, false},
+		{"every sandbox shown", model.ResourceNeeds{}, false},
+	} {
+		src.SetResourceNeeds(tc.needs)
+		if v, err = src.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		settled := v.Snapshot.Settled
+		if settled[shown.Cgroup] || settled[hidden.Cgroup] != tc.want {
+			t.Errorf("%s: settled %v; want %s only: %v", tc.name, settled, hidden.Cgroup, tc.want)
+		}
+	}
 }

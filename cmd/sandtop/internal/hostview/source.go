@@ -51,7 +51,9 @@ func (s *Source) SetResourceNeeds(n model.ResourceNeeds) { s.w.SetNeeds(n) }
 func (s *Source) Scan() (*model.View, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap, err := s.sc.Scan()
+	// What the last view's front end shows nothing of needs no reading
+	// for the sake of its processes' own figures (see proc.ScanHints).
+	snap, err := s.sc.ScanWith(proc.ScanHints{Settled: model.SettledCgroups(s.prev, s.w.Needs())})
 	if s.afterScan != nil {
 		defer s.afterScan()
 	}

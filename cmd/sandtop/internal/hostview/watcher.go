@@ -37,12 +37,17 @@ func (t *Watcher) SetNeeds(n model.ResourceNeeds) {
 	t.needs = n
 }
 
+// Needs is what SetNeeds last said.
+func (t *Watcher) Needs() model.ResourceNeeds {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.needs
+}
+
 // Apply reads what v's sandboxes need and returns v judged (see
 // model.Watch.Apply). v's snapshot must not have been handed out yet.
 func (t *Watcher) Apply(v *model.View) *model.View {
-	t.mu.Lock()
-	needs := t.needs
-	t.mu.Unlock()
+	needs := t.Needs()
 	wants, pids := model.ResourceWants(v, needs)
 	t.rr.Read(v.Snapshot, wants, pids)
 	t.nr.Read(v.Snapshot, model.NetworkWants(v, needs))

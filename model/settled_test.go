@@ -1,0 +1,42 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sandtop/sandtop/model/modeltest"
+	"github.com/sandtop/sandtop/proc"
+)
+
+// TestSettledCgroups: a sandbox's dedicated cgroup is settled only when a
+// front end says what it shows and shows nothing of the sandbox's
+// processes: off screen, collapsed, not in the detail pane.
+func TestSettledCgroups(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cgroup := "/libpod_parent/libpod-" + id
+	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"))
+	worker := modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup))
+	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Unix(1_800_000_000, 0), ClockTicks: 100}, conmon, worker)
+	v := Build(snap, Effective(nil, true), nil)
+	sb := v.Sandbox("podman:" + id)
+	if sb == nil || sb.Cgroup != cgroup {
+		t.Fatalf("no podman sandbox with the dedicated cgroup %s: %+v", cgroup, sb)
+	}
+	key := map[string]bool{sb.Key(): true}
+	for _, tc := range []struct {
+		name string
+		n    ResourceNeeds
+		want bool
+	}{
+		{"every sandbox shown", ResourceNeeds{}, false},
+		{"on screen", ResourceNeeds{Shown: key}, false},
+		{"off screen", ResourceNeeds{Shown: map[string]bool{}}, true},
+		{"off screen, expanded", ResourceNeeds{Shown: map[string]bool{}, Open: key}, false},
+		{"off screen, in the detail pane", ResourceNeeds{Shown: map[string]bool{}, Full: key}, false},
+	} {
+		got := SettledCgroups(v, tc.n)
+		if got[cgroup] != tc.want || len(got) > 1 || got["/libpod_parent/conmon"] {
+			t.Errorf("%s: settled %v, want %s settled: %v", tc.name, got, cgroup, tc.want)
+		}
+	}
+}
