@@ -5,19 +5,34 @@ package model
 // those outside n.Shown, not expanded (n.Open) and not in the detail pane
 // (n.Full). Every process in a dedicated cgroup is its sandbox's member,
 // so no other row shows one. Nil when n.Shown is: every sandbox is shown.
-func SettledCgroups(v *View, n ResourceNeeds) map[string]bool {
+// last, the answer before, is returned again when the answer is the same
+// (it is read-only, as a snapshot's fields are).
+func SettledCgroups(v *View, n ResourceNeeds, last map[string]bool) map[string]bool {
 	if v == nil || n.Shown == nil {
 		return nil
 	}
-	out := map[string]bool{}
-	for _, sb := range v.Sandboxes {
+	settled := func(sb *Sandbox) bool {
 		if sb.Cgroup == "" || sb.Cgroup == "/" {
-			continue
+			return false
 		}
-		if k := sb.Key(); n.Shown[k] || n.Open[k] || n.Full[k] {
-			continue
+		k := sb.Key()
+		return !n.Shown[k] && !n.Open[k] && !n.Full[k]
+	}
+	count, same := 0, last != nil
+	for _, sb := range v.Sandboxes {
+		if settled(sb) {
+			count++
+			same = same && last[sb.Cgroup]
 		}
-		out[sb.Cgroup] = true
+	}
+	if same && count == len(last) {
+		return last
+	}
+	out := make(map[string]bool, count)
+	for _, sb := range v.Sandboxes {
+		if settled(sb) {
+			out[sb.Cgroup] = true
+		}
 	}
 	return out
 }

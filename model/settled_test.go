@@ -1,6 +1,7 @@
 package model
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -34,9 +35,15 @@ func TestSettledCgroups(t *testing.T) {
 		{"off screen, expanded", ResourceNeeds{Shown: map[string]bool{}, Open: key}, false},
 		{"off screen, in the detail pane", ResourceNeeds{Shown: map[string]bool{}, Full: key}, false},
 	} {
-		got := SettledCgroups(v, tc.n)
+		got := SettledCgroups(v, tc.n, nil)
 		if got[cgroup] != tc.want || len(got) > 1 || got["/libpod_parent/conmon"] {
 			t.Errorf("%s: settled %v, want %s settled: %v", tc.name, got, cgroup, tc.want)
 		}
+		if again := SettledCgroups(v, tc.n, got); got != nil && reflect.ValueOf(again).Pointer() != reflect.ValueOf(got).Pointer() {
+			t.Errorf("%s: the same answer twice is a new map", tc.name)
+		}
+	}
+	if got := SettledCgroups(v, ResourceNeeds{Shown: key}, map[string]bool{cgroup: true}); got[cgroup] {
+		t.Errorf("on screen after off screen: settled %v", got)
 	}
 }

@@ -220,6 +220,19 @@ func (f *cpuFile) holds(pid int) bool {
 	return in
 }
 
+// stateStill reports whether the state (frozen, populated) of the v2
+// cgroup path is the one the last scan read: no task of it ran since
+// that scan's start, and this is not the scan in reuseRounds that reads
+// it anyway. A cgroup freezes or thaws only by its tasks running into or
+// out of the freezer, which charges the cgroup, as a stop or an exit
+// charges it for a process's state (see above); populated changes only
+// when its last process leaves, and the scan asks only about cgroups it
+// found processes in.
+func (c *cgroupCPU) stateStill(path string) bool {
+	f, ok := c.quiet[path]
+	return ok && f.round%reuseRounds != reuseRounds/2
+}
+
 // CgroupQuiet returns the number of the last scan (scans count from 1)
 // and whether no task of the v2 cgroup path ran between its start and
 // the start of the scan before it.

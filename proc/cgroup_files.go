@@ -62,6 +62,9 @@ type cgroupFiles struct {
 	scratch, last map[string]CgroupState
 	buf           []byte
 	gen           uint64
+	// still, when not nil, says whether a cgroup's state cannot have
+	// changed since the last scan read it (see cgroupCPU.stateStill).
+	still func(path string) bool
 }
 
 type cgroupFile struct {
@@ -93,6 +96,15 @@ func (c *cgroupFiles) add(path string) {
 	}
 	if _, ok := c.scratch[path]; ok {
 		return
+	}
+	if c.still != nil && c.still(path) {
+		if st, ok := c.last[path]; ok {
+			if f := c.files[path]; f != nil {
+				f.gen = c.gen
+			}
+			c.scratch[path] = st
+			return
+		}
 	}
 	c.scratch[path] = c.read(path)
 }

@@ -414,3 +414,51 @@ func TestScanSettledCgroupSkipsDueReads(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(unix.SIGCONT)
 }
+
+// TestScanFreezeOfQuietCgroupShows: a cgroup whose tasks do not run keeps
+// the state the scan read last, and a freeze or thaw (which runs its
+// tasks) shows by the next scan or the one after.
+func TestScanFreezeOfQuietCgroupShows(t *testing.T) {
+	dir := quietCgroup(t, "freeze")
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.freeze")); err != nil {
+		proctest.SkipMissing(t, "no cgroup.freeze (kernel before 5.2)")
+	}
+	cmd := startSleep(t)
+	pid := cmd.Process.Pid
+	s := reusingScanner(t, dir, pid)
+	rel := "/" + filepath.Base(dir)
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0o644) })
+	for _, frozen := range []bool{true, false, true, false} {
+		for i := range 4 {
+			// Quiet scans: the state stays what it was.
+			snap, err := s.Scan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := snap.Cgroups[rel].Frozen; got == frozen {
+				t.Fatalf("scan %d before the change: frozen %v already", i, got)
+			}
+		}
+		v := "0"
+		if frozen {
+			v = "1"
+		}
+		writeFile(t, filepath.Join(dir, "cgroup.freeze"), v)
+		proctest.Eventually(2*time.Second, func() bool {
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+			return strings.Contains(string(b), "frozen "+v)
+		})
+		for i := 0; ; i++ {
+			snap, err := s.Scan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Cgroups[rel].Frozen == frozen {
+				break
+			}
+			if i == 1 {
+				t.Fatalf("cgroup frozen %v, not shown so two scans later", frozen)
+			}
+		}
+	}
+}

@@ -99,6 +99,7 @@ type Model struct {
 	users   map[int]string
 	cpu     *cpuSampler
 	io      *ioSampler
+	names   shortNames
 
 	table      table
 	detail     detail
@@ -343,7 +344,7 @@ func (m *Model) rebuild() {
 	}
 	rows := buildRows(rowsInput{
 		view: m.view, cpu: m.cpu, io: m.io, sort: m.sort, reverse: m.reverse, tree: m.tree, host: m.showHost,
-		filter: m.flt, expanded: m.expanded,
+		filter: m.flt, expanded: m.expanded, names: &m.names,
 	})
 	m.shown = 0
 	for i := range rows {

@@ -105,6 +105,8 @@ type rowsInput struct {
 	host     bool
 	filter   query.Query
 	expanded map[string]bool
+	// names keeps the short names between refreshes (nil: work them out).
+	names *shortNames
 }
 
 // buildRows flattens the view into table rows: each sandbox that passes the
@@ -115,7 +117,7 @@ func buildRows(in rowsInput) []row {
 	if v == nil {
 		return nil
 	}
-	short := v.ShortNames(model.MinShortID)
+	short := in.names.of(v)
 
 	groups := make([]group, 0, len(v.Sandboxes)+1)
 	total := 0
@@ -161,7 +163,7 @@ func buildRows(in rowsInput) []row {
 			continue
 		}
 		open := in.expanded[g.sb.Key()]
-		rows = append(rows, row{kind: rowSandbox, key: rowKey{sandbox: g.sb.Key()}, sb: g.sb, st: &g.st, short: short[g.sb], open: open})
+		rows = append(rows, row{kind: rowSandbox, key: rowKey{sandbox: g.sb.Key()}, sb: g.sb, st: &g.st, short: short[g.sb.Key()], open: open})
 		if !open {
 			continue
 		}

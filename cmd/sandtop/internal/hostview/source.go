@@ -29,6 +29,8 @@ type Source struct {
 	lo   *Finder
 	w    *Watcher
 	prev *model.View
+	// settled is what the last scan was told to settle.
+	settled map[string]bool
 	// afterScan runs after every scan, under the Source's lock: the
 	// screen's heap tuning.
 	afterScan func()
@@ -53,7 +55,8 @@ func (s *Source) Scan() (*model.View, error) {
 	defer s.mu.Unlock()
 	// What the last view's front end shows nothing of needs no reading
 	// for the sake of its processes' own figures (see proc.ScanHints).
-	snap, err := s.sc.ScanWith(proc.ScanHints{Settled: model.SettledCgroups(s.prev, s.w.Needs())})
+	s.settled = model.SettledCgroups(s.prev, s.w.Needs(), s.settled)
+	snap, err := s.sc.ScanWith(proc.ScanHints{Settled: s.settled})
 	if s.afterScan != nil {
 		defer s.afterScan()
 	}
