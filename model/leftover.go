@@ -474,47 +474,18 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 		len(found.Netns) == 0 && len(found.Links) == 0 && len(found.Mounts) == 0 {
 		return v
 	}
-	// The live sandboxes by runtime and ID (and alias), for Live's test
-	// without a walk of every sandbox per entry found.
-	idx := make(map[runtimeID][]*Sandbox, len(v.Sandboxes))
-	for _, sb := range v.Sandboxes {
-		if len(sb.Members) == 0 {
-			continue
-		}
-		k := runtimeID{sb.Runtime, sb.ID}
-		idx[k] = append(idx[k], sb)
-		for _, id := range sb.Aliases {
-			k := runtimeID{sb.Runtime, id}
-			idx[k] = append(idx[k], sb)
-		}
+	// What was found is gathered first, then judged against the live
+	// sandboxes of the IDs it names only (an index of every sandbox was
+	// most of what a refresh allocated here, for a handful of entries).
+	type entry struct {
+		id, ns, by string
+		r          *Rule
+		vars       map[string]string
+		l          Leftover
 	}
-	byID := map[string]*Sandbox{}
+	var entries []entry
 	add := func(id, ns string, r *Rule, by string, vars map[string]string, l Leftover) {
-		if ns == "" {
-			ns = f.namespaces[runtimeID{r.Name, id}]
-		}
-		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[runtimeID{r.Name, id}], ns) != nil {
-			return
-		}
-		key := keyOf(Match{Rule: r, ID: id, Namespace: ns})
-		sb := byID[key]
-		if sb == nil {
-			sb = &Sandbox{ID: id, Namespace: ns, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}, key: key}
-			byID[key] = sb
-		}
-		for k, val := range vars {
-			if _, ok := sb.Vars[k]; !ok {
-				sb.Vars[k] = val
-			}
-		}
-		if !slices.Contains(sb.rules, r) {
-			sb.rules = append(sb.rules, r)
-		}
-		if !slices.ContainsFunc(sb.Leftovers, func(o Leftover) bool {
-			return o.Path == l.Path && o.Kind == l.Kind && o.Dir == l.Dir && o.Netns == l.Netns && o.MntNS == l.MntNS
-		}) {
-			sb.Leftovers = append(sb.Leftovers, l)
-		}
+		entries = append(entries, entry{id: id, ns: ns, by: by, r: r, vars: vars, l: l})
 	}
 	// pathID finds the glob of kind k whose pattern p fits, and the ID it
 	// names.
@@ -624,6 +595,57 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 			Kind: proc.KindCgroup, Path: c.Path, Dir: c.Dir, V1: c.V1, ModTime: c.ModTime,
 			Why: "an empty cgroup the cgroup matcher of rule " + m.Rule.Name + " (" + m.Rule.Source + ") recognises, and no live process has the ID",
 		})
+	}
+	if len(entries) == 0 {
+		return v
+	}
+	// The live sandboxes by runtime and ID (and alias), of the IDs found.
+	named := make(map[runtimeID]bool, len(entries))
+	for _, e := range entries {
+		named[runtimeID{e.r.Name, e.id}] = true
+	}
+	idx := make(map[runtimeID][]*Sandbox, len(entries))
+	for _, sb := range v.Sandboxes {
+		if len(sb.Members) == 0 {
+			continue
+		}
+		if k := (runtimeID{sb.Runtime, sb.ID}); named[k] {
+			idx[k] = append(idx[k], sb)
+		}
+		for _, id := range sb.Aliases {
+			if k := (runtimeID{sb.Runtime, id}); named[k] {
+				idx[k] = append(idx[k], sb)
+			}
+		}
+	}
+	byID := map[string]*Sandbox{}
+	for _, e := range entries {
+		id, ns, r, by, vars, l := e.id, e.ns, e.r, e.by, e.vars, e.l
+		if ns == "" {
+			ns = f.namespaces[runtimeID{r.Name, id}]
+		}
+		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[runtimeID{r.Name, id}], ns) != nil {
+			continue
+		}
+		key := keyOf(Match{Rule: r, ID: id, Namespace: ns})
+		sb := byID[key]
+		if sb == nil {
+			sb = &Sandbox{ID: id, Namespace: ns, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}, key: key}
+			byID[key] = sb
+		}
+		for k, val := range vars {
+			if _, ok := sb.Vars[k]; !ok {
+				sb.Vars[k] = val
+			}
+		}
+		if !slices.Contains(sb.rules, r) {
+			sb.rules = append(sb.rules, r)
+		}
+		if !slices.ContainsFunc(sb.Leftovers, func(o Leftover) bool {
+			return o.Path == l.Path && o.Kind == l.Kind && o.Dir == l.Dir && o.Netns == l.Netns && o.MntNS == l.MntNS
+		}) {
+			sb.Leftovers = append(sb.Leftovers, l)
+		}
 	}
 	if len(byID) == 0 {
 		return v
