@@ -69,6 +69,13 @@ type cgroupCPU struct {
 	quiet map[string]*cpuFile
 	buf   []byte
 	gen   uint64
+	// parents are the ancestors read first (cgroup_cpu_parents.go), in
+	// order shallow first; dirty says the cgroups followed changed since
+	// they were picked. usageReads counts cpu.stat reads at starts.
+	parents    map[string]*parentFile
+	order      []*parentFile
+	dirty      bool
+	usageReads int
 }
 
 type cpuFile struct {
@@ -84,6 +91,8 @@ type cpuFile struct {
 	// next start can compare with it (see cgroupCPU.start).
 	atStart bool
 	gen     uint64
+	// parents are the parents followed above it (see regroup).
+	parents []*parentFile
 }
 
 func newCgroupCPU(dirOf func(string) string, fds *fdBudget) *cgroupCPU {
@@ -96,14 +105,20 @@ func newCgroupCPU(dirOf func(string) string, fds *fdBudget) *cgroupCPU {
 // call.
 func (c *cgroupCPU) start() map[string]*cpuFile {
 	clear(c.quiet)
+	c.startParents()
 	for path, f := range c.files {
 		if f.fd < 0 {
 			continue
 		}
-		u, ok := c.usage(f.fd)
-		if !ok {
-			c.drop(path, f)
-			continue
+		u := f.usage
+		if !f.atStart || !underQuiet(f.parents) {
+			var ok bool
+			u, ok = c.usage(f.fd)
+			c.usageReads++
+			if !ok {
+				c.drop(path, f)
+				continue
+			}
 		}
 		if f.atStart && u == f.usage {
 			f.round++
@@ -155,6 +170,7 @@ func (c *cgroupCPU) add(path string) {
 	}
 	f := &cpuFile{fd: -1, procs: -1, gen: c.gen, round: uint(len(c.files))}
 	c.files[path] = f // when not held, remembered so the next scans do not try again
+	c.dirty = true
 	fd, err := openCgroup2(filepath.Join(dir, "cpu.stat"))
 	if err != nil {
 		c.fds.held.Add(-2)
@@ -179,6 +195,9 @@ func (c *cgroupCPU) end() {
 			c.drop(path, f)
 		}
 	}
+	if c.dirty {
+		c.regroup()
+	}
 }
 
 // usage reads usage_usec, the first line of cpu.stat.
@@ -202,12 +221,14 @@ func (c *cgroupCPU) drop(path string, f *cpuFile) {
 		c.fds.held.Add(-2)
 	}
 	delete(c.files, path)
+	c.dirty = true
 }
 
 func (c *cgroupCPU) close() {
 	for path, f := range c.files {
 		c.drop(path, f)
 	}
+	c.closeParents()
 }
 
 // holds reports whether pid may be taken to be in the cgroup: it is in

@@ -88,6 +88,7 @@ func checkHeldCount(t *testing.T, s *Scanner) {
 			n += 2 // cpu.stat and cgroup.procs
 		}
 	}
+	n += len(s.cpu.parents) // their cpu.stat
 	if int64(n) != s.fds.held.Load() || s.fds.held.Load() > int64(s.fds.limit) {
 		t.Errorf("%d descriptors held, the budget counts %d of %d", n, s.fds.held.Load(), s.fds.limit)
 	}

@@ -462,3 +462,68 @@ func TestScanFreezeOfQuietCgroupShows(t *testing.T) {
 		}
 	}
 }
+
+// TestScanReadsQuietParentFirst: of cgroups that share a parent, the
+// parent's cpu.stat is read first, and while it is quiet the children's
+// are not read, their processes' stats reused all the same; a child whose
+// process runs is not taken as quiet.
+func TestScanReadsQuietParentFirst(t *testing.T) {
+	parent := quietCgroup(t, "parent")
+	// Cleanups run last first: each sleep stops before its cgroup goes,
+	// and the children's cgroups before the parent's.
+	var cmds []*exec.Cmd
+	for i := range minParentOf + 1 {
+		dir := filepath.Join(parent, fmt.Sprintf("c%d", i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { removeCgroup(t, dir) })
+		cmd := startSleep(t)
+		writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid))
+		cmds = append(cmds, cmd)
+	}
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	last := cmds[len(cmds)-1].Process.Pid
+	scanUntilReused(t, s, last)
+	rel := "/" + filepath.Base(parent)
+	g := s.cpu.parents[rel]
+	if g == nil {
+		t.Fatalf("parent %s of %d followed cgroups not read first (parents %v)", rel, len(cmds), s.cpu.parents)
+	}
+	// A scan in which the parent stays quiet reads none of its children.
+	for try := 0; ; try++ {
+		before := s.cpu.usageReads
+		if _, err := s.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		if g.quiet {
+			if n, most := s.cpu.usageReads-before, len(s.cpu.files)-len(cmds)+len(s.cpu.order); n > most {
+				t.Errorf("quiet parent: %d cpu.stat reads, want at most %d (its %d children unread)", n, most, len(cmds))
+			}
+			if !reusedPID(s, last) && (uint(last)+s.pids.scans)%reuseRounds != 0 {
+				t.Errorf("quiet parent: pid %d's stat read", last)
+			}
+			break
+		}
+		if try == 10 {
+			t.Fatal("the parent never quiet in 10 scans")
+		}
+	}
+	// A child whose process runs is busy, and so is its parent.
+	if err := cmds[0].Process.Signal(unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Eventually(2*time.Second, func() bool { return procState(cmds[0].Process.Pid) == 'T' })
+	snap, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, quiet := s.cpu.quiet["/"+filepath.Base(parent)+"/c0"]; quiet || snap.ByPID[cmds[0].Process.Pid].State != 'T' {
+		t.Errorf("a stopped child: quiet %v, state %c", quiet, snap.ByPID[cmds[0].Process.Pid].State)
+	}
+	_ = cmds[0].Process.Signal(unix.SIGCONT)
+}
