@@ -76,6 +76,8 @@ type cgroupCPU struct {
 	order      []*parentFile
 	dirty      bool
 	usageReads int
+	// settledAny says some file is marked settled.
+	settledAny bool
 }
 
 type cpuFile struct {
@@ -93,6 +95,8 @@ type cpuFile struct {
 	gen     uint64
 	// parents are the parents followed above it (see regroup).
 	parents []*parentFile
+	// settled is this scan's hint (ScanHints.Settled).
+	settled bool
 }
 
 func newCgroupCPU(dirOf func(string) string, fds *fdBudget) *cgroupCPU {
@@ -130,6 +134,22 @@ func (c *cgroupCPU) start() map[string]*cpuFile {
 		f.usage, f.atStart = u, true
 	}
 	return c.quiet
+}
+
+// settle marks the cgroups of this scan's hint, and only those, settled:
+// a lookup per cgroup named rather than per process.
+func (c *cgroupCPU) settle(settled map[string]bool) {
+	if c.settledAny {
+		for _, f := range c.files {
+			f.settled = false
+		}
+	}
+	c.settledAny = false
+	for p := range settled {
+		if f := c.files[p]; f != nil {
+			f.settled, c.settledAny = true, true
+		}
+	}
 }
 
 // readMembers reads the cgroup's cgroup.procs into f.members, sorted, and

@@ -323,7 +323,9 @@ func (s *Scanner) readStats(settled map[string]bool) (kthreadd bool, err error) 
 	// only a /proc of that namespace can be compared with them.
 	var quiet func(Identity, *pidStat) reuse
 	s.moved = s.moved[:0]
-	if q := s.cpu.start(); len(q) > 0 && s.pids.births.path != "" {
+	q := s.cpu.start()
+	s.cpu.settle(settled)
+	if len(q) > 0 && s.pids.births.path != "" {
 		quiet = func(id Identity, last *pidStat) reuse {
 			e := s.cache.entries[id]
 			if e == nil || e.proc.Zombie() {
@@ -338,7 +340,7 @@ func (s *Scanner) readStats(settled map[string]bool) (kthreadd bool, err error) 
 				return reuseNone
 			}
 			*last = statOf(e.proc, e.startCode, s.pageSize)
-			if settled[e.proc.Cgroup] {
+			if f.settled {
 				return reuseSettled
 			}
 			return reuseQuiet

@@ -153,7 +153,12 @@ func buildRows(in rowsInput) []row {
 			total += 1 + len(g.procs)
 		}
 	}
-	slices.SortStableFunc(groups, func(a, b group) int { return compareGroups(in.sort, in.reverse, &a, &b) })
+	// The view lists its sandboxes in ID order already: a check is
+	// cheaper than a sort of what is sorted.
+	order := func(a, b group) int { return compareGroups(in.sort, in.reverse, &a, &b) }
+	if !slices.IsSortedFunc(groups, order) {
+		slices.SortStableFunc(groups, order)
+	}
 
 	rows := make([]row, 0, total)
 	for i := range groups {
