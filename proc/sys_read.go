@@ -80,12 +80,28 @@ func readOnce(fd int, buf []byte) (int, error) {
 // again and again: a seq_file regenerates its text when read from offset 0
 // (fs/seq_file.c, seq_read_iter), so a held descriptor shows the current
 // values without a new open. See readOnce for why one read is enough.
+//
+// It is a raw system call, which the Go scheduler does not see. The held
+// files (a process's stat, cgroup state, usage and resource files) render
+// in microseconds and wait on no other process (stat takes no mmap lock,
+// unlike cmdline), so the goroutine may keep its P throughout. An
+// ordinary system call wakes sysmon from its deep sleep, and sysmon then
+// polls every 20 µs for as long as the scan runs: on an idle host most of
+// the screen's context switches were sysmon's.
 func preadOnce(fd int, buf []byte) (int, error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
 	for {
-		n, err := unix.Pread(fd, buf, 0)
-		if !errors.Is(err, unix.EINTR) {
-			return n, err
+		// Offset 0 reads the same on every ABI, split or padded.
+		n, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
 		}
+		return 0, errno
 	}
 }
 
