@@ -107,6 +107,10 @@ func (c *cgroupCPU) parentsOf(p string, out []*parentFile) []*parentFile {
 // under a quiet one, and sets each one's quiet.
 func (c *cgroupCPU) startParents() {
 	for _, g := range c.order {
+		if g.fd < 0 {
+			g.quiet = false
+			continue
+		}
 		if underQuiet(g.above) {
 			g.quiet = true
 			continue
@@ -114,8 +118,13 @@ func (c *cgroupCPU) startParents() {
 		u, ok := c.usage(g.fd)
 		c.usageReads++
 		if !ok {
-			// Removed: its children fail their own reads and go.
-			g.quiet, g.atUsed = false, false
+			// Removed (a cgroup made again under the name is a new
+			// node): closed now, and opened afresh by the next regroup
+			// if cgroups are still followed below it.
+			unix.Close(g.fd)
+			c.fds.held.Add(-1)
+			delete(c.parents, g.path)
+			g.fd, g.quiet, g.atUsed = -1, false, false
 			c.dirty = true
 			continue
 		}

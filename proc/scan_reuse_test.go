@@ -513,6 +513,25 @@ func TestScanReadsQuietParentFirst(t *testing.T) {
 			t.Fatal("the parent never quiet in 10 scans")
 		}
 	}
+	// A parent whose descriptor stops reading (its cgroup removed and
+	// made again) is opened afresh.
+	gone := quietCgroup(t, "gone")
+	fd, err := openCgroup2(filepath.Join(gone, "cpu.stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeCgroup(t, gone)
+	unix.Close(g.fd)
+	g.fd = fd
+	for i := range 2 {
+		if _, err := s.Scan(); err != nil {
+			t.Fatal(err)
+		}
+		if again := s.cpu.parents[rel]; i == 1 && (again == nil || again == g || again.fd < 0) {
+			t.Fatalf("after its descriptor failed, the parent is %+v", again)
+		}
+	}
+	checkHeldCount(t, s)
 	// A child whose process runs is busy, and so is its parent.
 	if err := cmds[0].Process.Signal(unix.SIGSTOP); err != nil {
 		t.Fatal(err)
