@@ -47,17 +47,21 @@ type Resources struct {
 	// which the host cannot tell apart). WorkloadNote says which.
 	Overhead, Workload Part
 	WorkloadNote       string
-	// Partial is set when only some of the cgroup's figures were read
-	// (a screen reads of most sandboxes only what its columns show): a
-	// nil figure then says nothing. Asked is the figures that were read.
-	Partial bool
-	Asked   proc.Figure
+	// Asked is the figures the cgroup was asked for (0 when unknown).
+	Asked proc.Figure
+}
+
+// Partial reports whether only some of the cgroup's figures were read (a
+// screen reads of most sandboxes only what its columns show): a nil
+// figure then says nothing.
+func (r *Resources) Partial() bool {
+	return r.Asked != 0 && r.Asked&proc.AllFigures != proc.AllFigures
 }
 
 // Unread reports whether any of the figures f was left unread (Partial):
 // unknown, not absent.
 func (r *Resources) Unread(f proc.Figure) bool {
-	return r.Partial && r.Asked&f != f
+	return r.Partial() && r.Asked&f != f
 }
 
 // Pressure is the share of the last ten seconds in which some task of a
@@ -153,7 +157,6 @@ func resourcesOf(sb *Sandbox, snap *proc.Snapshot, role func(*Sandbox, *Member) 
 	if cg == nil {
 		return r
 	}
-	r.Partial = cg.Asked != 0 && cg.Asked&proc.AllFigures != proc.AllFigures
 	r.Asked = cg.Asked
 	opt := func(f proc.Figure, v uint64) *uint64 {
 		if !cg.Has(f) {

@@ -76,8 +76,6 @@ type cgroupCPU struct {
 	order      []*parentFile
 	dirty      bool
 	usageReads int
-	// settledAny says some file is marked settled.
-	settledAny bool
 }
 
 type cpuFile struct {
@@ -137,18 +135,10 @@ func (c *cgroupCPU) start() map[string]*cpuFile {
 }
 
 // settle marks the cgroups of this scan's hint, and only those, settled:
-// a lookup per cgroup named rather than per process.
+// a lookup per cgroup followed rather than per process.
 func (c *cgroupCPU) settle(settled map[string]bool) {
-	if c.settledAny {
-		for _, f := range c.files {
-			f.settled = false
-		}
-	}
-	c.settledAny = false
-	for p := range settled {
-		if f := c.files[p]; f != nil {
-			f.settled, c.settledAny = true, true
-		}
+	for p, f := range c.files {
+		f.settled = settled[p]
 	}
 }
 

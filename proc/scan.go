@@ -367,23 +367,24 @@ func (s *Scanner) cgroupStates(procs []*Process) (v2, freezers map[string]Cgroup
 	s.cgroups.begin()
 	s.freezers.begin()
 	s.cpu.begin()
-	// A container's processes sit next to each other by pid: a process in
-	// the cgroups of the one before it adds nothing (three map lookups
-	// and path hashes fewer for most of a fleet's processes).
-	var lastCgroup, lastFreezer string
-	lastUser := false
-	for i, p := range procs {
-		user := !p.Kernel && !s.oneShot
-		if i > 0 && p.Cgroup == lastCgroup && p.Freezer == lastFreezer && (user == lastUser || !user) {
-			continue
+	// A container's processes sit next to each other by pid: a cgroup
+	// the process before was in adds nothing (map lookups and path hashes
+	// fewer for most of a fleet's processes). "" adds nothing anyway.
+	var lastCgroup, lastFreezer, lastFollowed string
+	for _, p := range procs {
+		if p.Cgroup != lastCgroup {
+			s.cgroups.add(p.Cgroup)
+			lastCgroup = p.Cgroup
 		}
-		lastCgroup, lastFreezer, lastUser = p.Cgroup, p.Freezer, user
-		s.cgroups.add(p.Cgroup)
-		s.freezers.add(p.Freezer)
+		if p.Freezer != lastFreezer {
+			s.freezers.add(p.Freezer)
+			lastFreezer = p.Freezer
+		}
 		// A one-shot scanner holds no cpu.stat to compare with the next
 		// scan: following its cgroups would cost a path per process.
-		if user {
+		if !p.Kernel && !s.oneShot && p.Cgroup != lastFollowed {
 			s.cpu.add(p.Cgroup)
+			lastFollowed = p.Cgroup
 		}
 	}
 	s.cpu.end()

@@ -17,7 +17,7 @@ func (d detail) resources(sb *model.Sandbox, c *rowCtx, add func(k, v string)) {
 	if r == nil {
 		return
 	}
-	if r.Partial {
+	if r.Partial() {
 		// The screen read only its columns' figures of this sandbox; the
 		// next refresh reads all of them for the pane.
 		add("resources", "at the next refresh")

@@ -214,16 +214,11 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	// The built-in rules take milliseconds to compile, and the scan asks
 	// them nothing until it has listed the host and read every stat, so
 	// they are loaded meanwhile. Their error, if any, still comes first.
-	var rules model.Rules
-	var rulesErr error
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		rules, rulesErr = g.rules()
-	}()
+	loadRules := sync.OnceValues(g.rules)
+	go loadRules()
 	need := sync.OnceValue(func() func(*proc.Process) proc.Fields {
-		<-loaded
-		if rulesErr != nil {
+		rules, err := loadRules()
+		if err != nil {
 			return func(*proc.Process) proc.Fields { return 0 }
 		}
 		alike := rules.NeedsAlike()
@@ -234,8 +229,8 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	})
 	s, err := g.oneShotScanner(func(p *proc.Process) proc.Fields { return need()(p) })
 	if err != nil {
-		if <-loaded; rulesErr != nil {
-			return nil, rulesErr
+		if _, rerr := loadRules(); rerr != nil {
+			return nil, rerr
 		}
 		return nil, err
 	}
@@ -249,8 +244,9 @@ func (g *globals) view(uids bool, heap *gcpace.Tuner) (*model.View, error) {
 	// Nothing scans again: the scanner's cache of every process (a few
 	// MB at 10,000) is let go before grouping, which has its own.
 	s.Close()
-	if <-loaded; rulesErr != nil {
-		return nil, rulesErr
+	rules, rerr := loadRules()
+	if rerr != nil {
+		return nil, rerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("scan: %w", err)
