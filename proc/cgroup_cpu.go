@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"path/filepath"
 	"slices"
-
-	"golang.org/x/sys/unix"
 )
 
 // A steady refresh reads every live process's stat, and at 10,000
@@ -171,7 +169,7 @@ func (c *cgroupCPU) add(path string) {
 		return
 	}
 	dir := c.dirOf(path)
-	if dir == "" || c.fds.limit == 0 || !c.fds.take() {
+	if dir == "" || c.fds.limit.Load() == 0 || !c.fds.take() {
 		return
 	}
 	if !c.fds.take() {
@@ -188,7 +186,7 @@ func (c *cgroupCPU) add(path string) {
 	}
 	procs, err := openCgroup2(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		c.fds.held.Add(-2)
 		return
 	}
@@ -226,8 +224,8 @@ func (c *cgroupCPU) usage(fd int) (uint64, bool) {
 
 func (c *cgroupCPU) drop(path string, f *cpuFile) {
 	if f.fd >= 0 {
-		unix.Close(f.fd)
-		unix.Close(f.procs)
+		closeFD(f.fd)
+		closeFD(f.procs)
 		c.fds.held.Add(-2)
 	}
 	delete(c.files, path)

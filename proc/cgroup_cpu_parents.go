@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // A cgroup's usage_usec counts the CPU time of every task in it and below,
@@ -73,7 +71,7 @@ func (c *cgroupCPU) regroup() {
 	}
 	for a, g := range c.parents {
 		if keep[a] == nil {
-			unix.Close(g.fd)
+			closeFD(g.fd)
 			c.fds.held.Add(-1)
 		}
 	}
@@ -121,7 +119,7 @@ func (c *cgroupCPU) startParents() {
 			// Removed (a cgroup made again under the name is a new
 			// node): closed now, and opened afresh by the next regroup
 			// if cgroups are still followed below it.
-			unix.Close(g.fd)
+			closeFD(g.fd)
 			c.fds.held.Add(-1)
 			delete(c.parents, g.path)
 			g.fd, g.quiet, g.atUsed = -1, false, false
@@ -145,7 +143,7 @@ func underQuiet(parents []*parentFile) bool {
 
 func (c *cgroupCPU) closeParents() {
 	for _, g := range c.parents {
-		unix.Close(g.fd)
+		closeFD(g.fd)
 		c.fds.held.Add(-1)
 	}
 	c.parents, c.order = nil, nil

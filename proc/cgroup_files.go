@@ -32,17 +32,16 @@ const (
 // freezer.state ("FREEZING\n") with room for keys added by later kernels.
 const cgroupStateBufSize = 512
 
-// fdBudget is how many descriptors a scanner may hold, shared by the stat
-// and cgroup files. held is atomic because the stat reads run on several
-// goroutines; limit only changes between them.
+// fdBudget is how many descriptors scanners may hold, shared by their stat
+// and cgroup files. Both counts are atomic: the stat reads run on several
+// goroutines, and the scanners sharing a budget (processFDs) on others.
 type fdBudget struct {
-	limit int
-	held  atomic.Int64
+	limit, held atomic.Int64
 }
 
 // take reserves one descriptor, if the budget has room.
 func (b *fdBudget) take() bool {
-	if b.held.Add(1) > int64(b.limit) {
+	if b.held.Add(1) > b.limit.Load() {
 		b.held.Add(-1)
 		return false
 	}
@@ -179,7 +178,7 @@ func (c *cgroupFiles) open(path, dir string) (CgroupState, bool) {
 	}
 	n, err := preadOnce(fd, c.buf)
 	if err != nil || n >= len(c.buf) || !c.fds.take() {
-		unix.Close(fd)
+		closeFD(fd)
 		return CgroupState{}, false
 	}
 	c.files[path] = &cgroupFile{fd: fd, gen: c.gen}
@@ -197,7 +196,7 @@ func openOnCgroupfs(path string, v1 bool) (int, error) {
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != cgroup2SuperMagic && (!v1 || sfs.Type != cgroupSuperMagic) {
-		unix.Close(fd)
+		closeFD(fd)
 		return -1, errNotCgroupfs
 	}
 	return fd, nil
@@ -214,7 +213,7 @@ func (c *cgroupFiles) parse(b []byte) CgroupState {
 
 func (c *cgroupFiles) drop(path string, f *cgroupFile) {
 	if f.fd >= 0 {
-		unix.Close(f.fd)
+		closeFD(f.fd)
 		c.fds.held.Add(-1)
 	}
 	delete(c.files, path)

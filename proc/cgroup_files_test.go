@@ -52,7 +52,8 @@ func TestCgroupFilesLive(t *testing.T) {
 			}
 			mkdir()
 			t.Cleanup(func() { removeCgroup(t, dir) })
-			fds := &fdBudget{limit: 10}
+			fds := &fdBudget{}
+			fds.limit.Store(10)
 			c := newCgroupFiles(tt.v1, tt.dirOf, fds)
 			defer c.close()
 			state := func() CgroupState {

@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"sync"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -9,7 +11,26 @@ import (
 // a quarter of the limit.
 const minFDReserve = 256
 
-// heldFDBudget returns how many descriptors a scanner may hold open at once:
+// processFDs is the budget every long-lived scanner of the process shares.
+// Scanners run side by side: the screen's and, while a teardown runs, its
+// verify scanner; the reaper's and its teardowns'. A budget of its own for
+// each, three quarters of the limit, would let two of them take all of it
+// and more, and leave the teardown's pidfds and its audit record none.
+var processFDs = sync.OnceValue(newFDBudget)
+
+// scannerFDs is the budget NewScanner gives a long-lived scanner: a
+// variable so that the package's tests can give each scanner one of its
+// own, and count what each holds.
+var scannerFDs = processFDs
+
+// newFDBudget is a budget of heldFDBudget descriptors.
+func newFDBudget() *fdBudget {
+	b := &fdBudget{}
+	b.limit.Store(int64(heldFDBudget()))
+	return b
+}
+
+// heldFDBudget returns how many descriptors the scanners may hold open at once:
 // the soft RLIMIT_NOFILE, raised to the hard limit first, less a reserve.
 //
 // The Go runtime already raises the soft limit to the hard one at start-up

@@ -216,13 +216,10 @@ func subdirs(dir string, buf []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer closeFD(fd)
 	var names []string
 	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := getdents(fd, buf)
 		if err != nil {
 			return nil, &fs.PathError{Op: "getdents", Path: dir, Err: err}
 		}

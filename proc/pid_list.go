@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-
-	"golang.org/x/sys/unix"
 )
 
 // direntBufSize is the getdents64 buffer of a pid listing. A pid entry takes
@@ -49,16 +47,13 @@ func (l *pidLister) list(root string) ([]int, error) {
 // listNumeric appends to out the numeric names in dir (pids in /proc, tids
 // in /proc/PID/task), in directory order, reading with getdents64 into buf.
 func listNumeric(dir string, buf []byte, out []int) ([]int, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := openRead(dir)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+		return nil, err
 	}
-	defer unix.Close(fd)
+	defer closeFD(fd)
 	for {
-		n, err := unix.Getdents(fd, buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		n, err := getdents(fd, buf)
 		if err != nil {
 			return nil, &fs.PathError{Op: "getdents64", Path: dir, Err: err}
 		}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 )
 
 // statBufSize bounds one /proc/PID/stat line. The kernel prints 52 numbers
@@ -182,7 +181,7 @@ func readStatFile(path cpath, buf []byte, st *procfs.ProcStat) error {
 		return err
 	}
 	n, err := readOnce(fd, buf)
-	unix.Close(fd)
+	closeFD(fd)
 	if err != nil {
 		return &fs.PathError{Op: "read", Path: path.String(), Err: err}
 	}

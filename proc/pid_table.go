@@ -448,24 +448,25 @@ func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf *statBuf) re
 		err = parseStatBytes(buf.data[:n], st)
 	}
 	if err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		return readFailed
 	}
 	if t.holdable && t.fds.take() {
 		slot.fd = fd
 	} else {
-		unix.Close(fd)
+		closeFD(fd)
 	}
 	return readOK
 }
 
 // shed answers EMFILE/ENFILE: the process (or the system) has run out of
 // descriptors, so the scanner lowers its budget below what it holds and
-// closes the difference, from the highest pids down. The pids that lose
-// their descriptor are read with open/read/close from then on.
+// closes the difference, from the highest pids down (as far as its own
+// descriptors go, when it shares the budget). The pids that lose their
+// descriptor are read with open/read/close from then on.
 func (t *pidTable) shed() {
-	t.fds.limit = max(0, int(t.fds.held.Load())-shedBatch)
-	for i := len(t.slots) - 1; i >= 0 && int(t.fds.held.Load()) > t.fds.limit; i-- {
+	t.fds.limit.Store(max(0, t.fds.held.Load()-shedBatch))
+	for i := len(t.slots) - 1; i >= 0 && t.fds.held.Load() > t.fds.limit.Load(); i-- {
 		t.release(&t.slots[i])
 	}
 }
@@ -475,7 +476,7 @@ func (t *pidTable) release(slot *pidSlot) {
 	if slot.fd < 0 {
 		return
 	}
-	unix.Close(slot.fd)
+	closeFD(slot.fd)
 	slot.fd = -1
 	t.fds.held.Add(-1)
 }

@@ -89,8 +89,8 @@ func checkHeldCount(t *testing.T, s *Scanner) {
 		}
 	}
 	n += len(s.cpu.parents) // their cpu.stat
-	if int64(n) != s.fds.held.Load() || s.fds.held.Load() > int64(s.fds.limit) {
-		t.Errorf("%d descriptors held, the budget counts %d of %d", n, s.fds.held.Load(), s.fds.limit)
+	if int64(n) != s.fds.held.Load() || s.fds.held.Load() > s.fds.limit.Load() {
+		t.Errorf("%d descriptors held, the budget counts %d of %d", n, s.fds.held.Load(), s.fds.limit.Load())
 	}
 }
 
@@ -169,16 +169,54 @@ func TestScanFDBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.fds.limit = 3
+	s.fds.limit.Store(3)
 	for range 2 {
 		snap := scan(t, s)
-		if len(snap.Procs) <= s.fds.limit || s.fds.held.Load() > int64(s.fds.limit) {
-			t.Fatalf("%d processes, %d descriptors held; want more processes than the budget of %d", len(snap.Procs), s.fds.held.Load(), s.fds.limit)
+		if int64(len(snap.Procs)) <= s.fds.limit.Load() || s.fds.held.Load() > s.fds.limit.Load() {
+			t.Fatalf("%d processes, %d descriptors held; want more processes than the budget of %d", len(snap.Procs), s.fds.held.Load(), s.fds.limit.Load())
 		}
 		if p := snap.ByPID[child.Process.Pid]; p == nil || p.Partial {
 			t.Errorf("child read under the budget: %+v", p)
 		}
 		checkHeldCount(t, s)
+	}
+}
+
+// TestScannersShareOneBudget: the scanners of one process hold no more
+// descriptors together than one budget, so that two at once (the screen's
+// and a teardown's verify scanner) leave the rest of the process its
+// reserve.
+func TestScannersShareOneBudget(t *testing.T) {
+	startSleep(t, "shared")
+	shared := &fdBudget{}
+	const limit = 12
+	shared.limit.Store(limit)
+	scannerFDs = func() *fdBudget { return shared }
+	t.Cleanup(func() { scannerFDs = newFDBudget })
+	var both []*Scanner
+	for range 2 {
+		s, err := NewScanner(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		both = append(both, s)
+	}
+	for _, s := range both {
+		if snap := scan(t, s); len(snap.Procs) <= limit {
+			t.Skipf("%d processes: not more than the budget", len(snap.Procs))
+		}
+	}
+	held := 0
+	for _, s := range both {
+		for _, sl := range s.pids.slots {
+			if sl.fd >= 0 {
+				held++
+			}
+		}
+	}
+	if held == 0 || shared.held.Load() > limit || int64(held) > shared.held.Load() {
+		t.Errorf("two scanners hold %d stat descriptors, the shared budget counts %d of %d", held, shared.held.Load(), limit)
 	}
 }
 
@@ -210,7 +248,7 @@ func TestScanShedsOnEMFILE(t *testing.T) {
 			t.Errorf("restore RLIMIT_NOFILE: %v", err)
 		}
 	})
-	s.fds.limit = 1 << 20 // believe there is room, so EMFILE comes first
+	s.fds.limit.Store(1 << 20) // believe there is room, so EMFILE comes first
 	snap := scan(t, s)
 	if p := snap.ByPID[child.Process.Pid]; p == nil {
 		t.Fatalf("child missing from a scan that ran out of descriptors")
@@ -218,8 +256,8 @@ func TestScanShedsOnEMFILE(t *testing.T) {
 	if snap.ByPID[os.Getpid()] == nil || len(snap.Procs) < 20 {
 		t.Fatalf("scan that ran out of descriptors has %d processes", len(snap.Procs))
 	}
-	if s.fds.limit >= 1<<20 {
-		t.Errorf("budget still %d after EMFILE", s.fds.limit)
+	if s.fds.limit.Load() >= 1<<20 {
+		t.Errorf("budget still %d after EMFILE", s.fds.limit.Load())
 	}
 	checkHeldCount(t, s)
 }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ResourceReader reads, for the cgroups and processes a view of the host
@@ -60,7 +58,7 @@ func NewResourceReader(procRoot string, m Mounts) *ResourceReader {
 // read at the start of its last scan rather than reading cpu.stat again.
 func (s *Scanner) NewResourceReader() *ResourceReader {
 	r := NewResourceReader(s.root, s.mounts)
-	r.fds, r.usage, r.quiet, r.boot = &s.fds, s.CgroupUsage, s.CgroupQuiet, s.bootTime
+	r.fds, r.usage, r.quiet, r.boot = s.fds, s.CgroupUsage, s.CgroupQuiet, s.bootTime
 	return r
 }
 
@@ -426,7 +424,7 @@ func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
 				h.fd[f], h.missing = fd, h.missing&^bit
 				return r.buf[:n]
 			}
-			unix.Close(fd)
+			closeFD(fd)
 		}
 		r.fds.held.Add(-1)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -445,7 +443,7 @@ func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
 
 func (r *ResourceReader) closeFile(h *heldCgroup, f resFile) {
 	if h.fd[f] >= 0 {
-		unix.Close(h.fd[f])
+		closeFD(h.fd[f])
 		h.fd[f] = -1
 		r.fds.held.Add(-1)
 	}

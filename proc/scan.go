@@ -79,7 +79,7 @@ type Scanner struct {
 	gen   uint64
 	cache scanCache
 	// fds is the budget of descriptors held open between scans.
-	fds fdBudget
+	fds *fdBudget
 	// pids follows the live pids and holds their stat descriptors;
 	// cgroups and freezers hold the cgroup state files.
 	pids              pidTable
@@ -152,13 +152,15 @@ func NewScanner(opts Options) (*Scanner, error) {
 		// the CPUs.
 		hostFileBuf: make([]byte, 8192),
 	}
+	// A one-shot scan holds nothing: its budget is none.
+	s.fds = &fdBudget{}
 	if !opts.OneShot {
-		s.fds.limit = heldFDBudget()
+		s.fds = scannerFDs()
 	}
-	s.pids = newPIDTable(root, &s.fds)
-	s.cgroups = newCgroupFiles(false, s.mounts.V2Dir, &s.fds)
-	s.freezers = newCgroupFiles(true, s.mounts.FreezerDir, &s.fds)
-	s.cpu = newCgroupCPU(s.mounts.V2Dir, &s.fds)
+	s.pids = newPIDTable(root, s.fds)
+	s.cgroups = newCgroupFiles(false, s.mounts.V2Dir, s.fds)
+	s.freezers = newCgroupFiles(true, s.mounts.FreezerDir, s.fds)
+	s.cpu = newCgroupCPU(s.mounts.V2Dir, s.fds)
 	s.cgroups.still = s.cpu.stateStill
 	return s, nil
 }

@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(scanAsEnv) == "1" {
 		os.Exit(reportScan(os.Stdout))
 	}
+	// Each test's scanner counts its own descriptors (checkHeldCount).
+	scannerFDs = newFDBudget
 	code := m.Run()
 	for _, fn := range afterTests {
 		if err := fn(); err != nil {

@@ -39,23 +39,66 @@ func (p cpath) String() string { return string(p[:len(p)-1]) }
 // atFDCWD is AT_FDCWD (-100) as a variable, for a uintptr conversion.
 var atFDCWD = unix.AT_FDCWD
 
+// Raw system calls.
+//
+// An ordinary system call (syscall.Syscall) tells the Go scheduler that
+// the goroutine may block: it wakes sysmon from its deep sleep, sysmon then
+// polls every 20 µs while the process runs, and a call still under way at
+// a poll loses its processor to a thread started to run other goroutines
+// meanwhile (runtime.retake), which the call must then win back. A raw one
+// (RawSyscall) is, to the scheduler, plain computation. Per process, a
+// scan makes several calls of a few microseconds each; made raw, `sandtop
+// list` used about 5% less CPU (docs/performance.md, "Raw system calls").
+//
+// So the calls on procfs and cgroupfs that wait on no other process and
+// no device are raw: opening, closing and listing (openat, close,
+// getdents64), reading a process's links (readlinkat), and pread of a
+// held descriptor (see preadOnce). Reads through read(2) stay ordinary:
+// readOnce also reads cmdline, which takes the process's mmap lock and so
+// may wait as long as the process's memory is busy. Every path given to
+// these is on procfs, sysfs or cgroupfs (or, in tests, a local directory
+// of fixtures); never one a sandbox controls, which could sit on FUSE and
+// never answer.
+
 // openRead opens path read-only, close-on-exec, so that a child that
 // sandtop starts never inherits the descriptors a scan holds.
 func openRead(path string) (int, error) { return openReadC(cpathOf(path)) }
 
-// openReadC is openRead for a cpath.
+// openReadC is openRead for a cpath. It is a raw system call (see above).
 func openReadC(p cpath) (int, error) {
-	for {
-		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p[0])),
-			unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0, 0, 0)
-		switch errno {
-		case 0:
-			return int(fd), nil
-		case unix.EINTR:
-			continue
-		}
+	fd, errno := rawCall(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p[0])),
+		unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if errno != 0 {
 		return -1, &fs.PathError{Op: "open", Path: p.String(), Err: errno}
 	}
+	return int(fd), nil
+}
+
+// rawCall makes a raw system call (see above), restarted after EINTR.
+func rawCall(trap, a1, a2, a3, a4 uintptr) (uintptr, unix.Errno) {
+	for {
+		r, _, errno := unix.RawSyscall6(trap, a1, a2, a3, a4, 0, 0)
+		if errno != unix.EINTR {
+			return r, errno
+		}
+	}
+}
+
+// closeFD closes a descriptor openReadC opened, as a raw system call (see
+// above): closing a procfs or cgroupfs file releases its seq_file and
+// flushes nothing.
+func closeFD(fd int) {
+	// close(2) must not be retried after EINTR: the descriptor is gone.
+	_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+}
+
+// getdents is getdents64(2) into buf, as a raw system call (see above).
+func getdents(fd int, buf []byte) (int, error) {
+	n, errno := rawCall(unix.SYS_GETDENTS64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // readOnce is one read(2), restarted after EINTR.
@@ -81,28 +124,19 @@ func readOnce(fd int, buf []byte) (int, error) {
 // (fs/seq_file.c, seq_read_iter), so a held descriptor shows the current
 // values without a new open. See readOnce for why one read is enough.
 //
-// It is a raw system call, which the Go scheduler does not see. The held
-// files (a process's stat, cgroup state, usage and resource files) render
-// in microseconds and wait on no other process (stat takes no mmap lock,
-// unlike cmdline), so the goroutine may keep its P throughout. An
-// ordinary system call wakes sysmon from its deep sleep, and sysmon then
-// polls every 20 µs for as long as the scan runs: on an idle host most of
-// the screen's context switches were sysmon's.
+// It is a raw system call (see above): the held files (a process's stat,
+// cgroup state, usage and resource files) render in microseconds and wait
+// on no other process (stat takes no mmap lock, unlike cmdline).
 func preadOnce(fd int, buf []byte) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
 	}
-	for {
-		// Offset 0 reads the same on every ABI, split or padded.
-		n, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
-		switch errno {
-		case 0:
-			return int(n), nil
-		case unix.EINTR:
-			continue
-		}
+	// Offset 0 reads the same on every ABI, split or padded.
+	n, errno := rawCall(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
+	if errno != 0 {
 		return 0, errno
 	}
+	return int(n), nil
 }
 
 // readFileInto reads a whole file into *buf, growing it (up to max bytes)
@@ -121,7 +155,7 @@ func readFileC(p cpath, buf *[]byte, max int, oneRecord bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer closeFD(fd)
 	n := 0
 	for {
 		if n == len(*buf) {
@@ -144,19 +178,17 @@ func readFileC(p cpath, buf *[]byte, max int, oneRecord bool) ([]byte, error) {
 }
 
 // readlinkInto is os.Readlink into a reused buffer. procfs symlinks
-// (exe, cwd) are at most a page: d_path fails beyond that.
+// (exe, cwd) are at most a page: d_path fails beyond that. It is a raw
+// system call (see above): resolving them takes the process's task lock,
+// never its memory map.
 func readlinkInto(p cpath, buf []byte) (string, error) {
-	for {
-		n, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p[0])),
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno != 0:
-			return "", &fs.PathError{Op: "readlink", Path: p.String(), Err: errno}
-		case int(n) >= len(buf):
-			return "", &fs.PathError{Op: "readlink", Path: p.String(), Err: unix.ENAMETOOLONG}
-		}
-		return string(buf[:n]), nil
+	n, errno := rawCall(unix.SYS_READLINKAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&p[0])),
+		uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	switch {
+	case errno != 0:
+		return "", &fs.PathError{Op: "readlink", Path: p.String(), Err: errno}
+	case int(n) >= len(buf):
+		return "", &fs.PathError{Op: "readlink", Path: p.String(), Err: unix.ENAMETOOLONG}
 	}
+	return string(buf[:n]), nil
 }

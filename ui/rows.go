@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
@@ -322,11 +324,42 @@ func compareGroups(k sortKey, reverse bool, a, b *group) int {
 // compareNames orders sandboxes as a person reads their names: by
 // namespace, then ID, ignoring case; the exact key breaks ties so that the
 // order is total.
+//
+// It runs for every comparison of every sort by name, so nothing is
+// lowered into a new string and nothing past the first difference is
+// looked at.
 func compareNames(a, b *model.Sandbox) int {
-	return cmp.Or(
-		strings.Compare(strings.ToLower(a.Namespace), strings.ToLower(b.Namespace)),
-		strings.Compare(strings.ToLower(a.ID), strings.ToLower(b.ID)),
-		strings.Compare(a.Key(), b.Key()))
+	if d := compareFolded(a.Namespace, b.Namespace); d != 0 {
+		return d
+	}
+	if d := compareFolded(a.ID, b.ID); d != 0 {
+		return d
+	}
+	return strings.Compare(a.Key(), b.Key())
+}
+
+// compareFolded orders a and b as strings.Compare orders their
+// strings.ToLower: rune by rune, each lowered, a byte that is not UTF-8
+// as the U+FFFD that ToLower writes for it. UTF-8 orders as its code
+// points do, so comparing the runes compares the lowered strings' bytes.
+func compareFolded(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := firstRune(a)
+		rb, nb := firstRune(b)
+		if d := cmp.Compare(unicode.ToLower(ra), unicode.ToLower(rb)); d != 0 {
+			return d
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// firstRune is utf8.DecodeRuneInString with a shortcut for ASCII.
+func firstRune(s string) (rune, int) {
+	if s[0] < utf8.RuneSelf {
+		return rune(s[0]), 1
+	}
+	return utf8.DecodeRuneInString(s)
 }
 
 // trouble ranks a sandbox for the trouble-first order: an OOM kill above

@@ -13,6 +13,23 @@ import (
 // TestSortAsAPersonReads: the ID order is namespace, then ID, ignoring
 // case; a reverse does not carry over to the next order; every order
 // marks its column with an arrow; F6 opens a menu of the orders.
+// TestCompareFoldedIsComparingLowered checks the name order against its
+// definition, strings.Compare of strings.ToLower, on names that are ASCII,
+// not ASCII, of runes whose lower case encodes shorter or longer, prefixes
+// of each other, and not UTF-8 at all.
+func TestCompareFoldedIsComparingLowered(t *testing.T) {
+	names := []string{"", "a", "A", "ab", "aB", "Ab", "b", "abc", "ABD", "ä", "Ä", "äb", "z",
+		"İ", "i", "ı", "K", "k", "\u212a", "ß", "ẞ", "\xff", "\xffa", "a\xff", "\ufffd", "\xc3", "\xc3\xa4", "Σ", "σ", "ς", "日本", "日"}
+	for _, a := range names {
+		for _, b := range names {
+			want := strings.Compare(strings.ToLower(a), strings.ToLower(b))
+			if got := compareFolded(a, b); got != want {
+				t.Errorf("compareFolded(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}
+
 func TestSortAsAPersonReads(t *testing.T) {
 	sbs := []*model.Sandbox{
 		{ID: "b9df", Namespace: "moby"}, {ID: "C5dDMtgT9123"}, {ID: "a1", Namespace: "moby"},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/oneproc"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/recording"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
@@ -209,6 +210,8 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rules model.Rules, rec *n
 		deadline = t.C
 	}
 	heap := gcpace.LongRunning()
+	procs := oneproc.AfterFirstRefresh()
+	defer procs.Stop()
 	for {
 		snap, err := sc.Scan()
 		if err != nil {
@@ -216,6 +219,7 @@ func recordLoop(ctx context.Context, sc *proc.Scanner, rules model.Rules, rec *n
 		}
 		prev = watch.Apply(b.Build(snap, prev))
 		heap.Refreshed()
+		procs.Refreshed()
 		switch err := rec.write(snap); {
 		case errors.Is(err, recording.ErrMaxSize) && rec.w.Frames() == 0:
 			return "no snapshot fits --max-size", usageErr(fmt.Errorf("--max-size %s is smaller than one snapshot of this host", o.maxSize.String()))

@@ -74,7 +74,7 @@ func runServe(ctx context.Context, g *globals, o *serveOpts, errOut io.Writer) e
 		return err
 	}
 	defer sc.Close()
-	exp, err := exporter.New(newScanSource(sc, rules), exporter.Options{
+	exp, err := exporter.New(newScanSource(sc, rules, nil), exporter.Options{
 		Interval:        o.interval,
 		Runtimes:        runtimes(rules),
 		PerSandbox:      o.perSandbox,

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/oneproc"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
@@ -64,12 +65,13 @@ hosts where looking is all you mean to do, or to hand the screen to someone.`,
 	return cmd
 }
 
-// uiOptions wires the screen: a scanner-backed source always, and the
+// uiOptions wires the screen: a scanner-backed source always (narrowing
+// to one processor after its first scan, when procs is not nil), and the
 // teardown engine only when killing is allowed. Read-only means no engine
 // at all, not an engine nobody calls.
-func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner) (ui.Options, error) {
+func (o *tuiOpts) uiOptions(g *globals, rules model.Rules, sc *proc.Scanner, procs *oneproc.Narrower) (ui.Options, error) {
 	opts := ui.Options{
-		Source:   newScanSource(sc, rules),
+		Source:   newScanSource(sc, rules, procs),
 		ReadOnly: o.readOnly,
 		Interval: o.interval,
 		Grace:    o.grace,
@@ -114,7 +116,9 @@ func runTUI(cmd *cobra.Command, g *globals, o *tuiOpts) (err error) {
 	}
 	defer sc.Close()
 
-	opts, err := o.uiOptions(g, rules, sc)
+	procs := oneproc.AfterFirstRefresh()
+	defer procs.Stop()
+	opts, err := o.uiOptions(g, rules, sc, procs)
 	if err != nil {
 		return err
 	}

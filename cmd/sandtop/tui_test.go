@@ -89,7 +89,7 @@ func TestTUIReadOnlyBuildsNoEngine(t *testing.T) {
 	}{{"read-only", true}, {"killing allowed", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &tuiOpts{readOnly: tc.readOnly, interval: time.Second, grace: time.Second}
-			opts, err := o.uiOptions(g, rules, sc)
+			opts, err := o.uiOptions(g, rules, sc, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/gcpace"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/hostview"
+	"github.com/sandtop/sandtop/cmd/sandtop/internal/oneproc"
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/teardown"
@@ -14,10 +15,15 @@ import (
 )
 
 // newScanSource is the live screen's and serve's ui.Source: the host
-// source, with the long-running commands' heap tuning after each scan. The
+// source, with the long-running commands' heap tuning after each scan,
+// and narrowing to one processor when procs is not nil (the screen). The
 // caller owns the scanner and closes it.
-func newScanSource(sc *proc.Scanner, rules model.Rules) *hostview.Source {
-	return hostview.NewSource(sc, rules, 0, gcpace.LongRunning().Refreshed)
+func newScanSource(sc *proc.Scanner, rules model.Rules, procs *oneproc.Narrower) *hostview.Source {
+	heap := gcpace.LongRunning()
+	return hostview.NewSource(sc, rules, 0, func() {
+		heap.Refreshed()
+		procs.Refreshed()
+	})
 }
 
 // engineKiller is the live screen's ui.Killer: a teardown.Engine, and the

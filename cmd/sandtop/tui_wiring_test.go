@@ -63,7 +63,7 @@ func TestFleetTeardownEndToEnd(t *testing.T) {
 	t.Cleanup(func() { sc.Close() })
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	o := &tuiOpts{interval: 250 * time.Millisecond, grace: time.Second, audit: audit}
-	opts, err := o.uiOptions(g, rules, sc)
+	opts, err := o.uiOptions(g, rules, sc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
