@@ -37,8 +37,8 @@ func newFDBudget() *fdBudget {
 // (syscall package init, since Go 1.19; it restores the old soft limit in
 // children it execs), so the Setrlimit here only matters for a program
 // that lowered it again. A host whose hard limit is low (1024 is common)
-// gets a budget of 768: the scanner then holds descriptors for that many
-// processes and reads the others with open/read/close, which is correct,
+// gets a budget of 768: the scanners then hold descriptors for that many
+// processes and read the others with open/read/close, which is correct,
 // only slower.
 func heldFDBudget() int {
 	var rl unix.Rlimit
