@@ -135,7 +135,7 @@ func buildRows(in rowsInput) []row {
 			g.st.cpu += in.cpu.of(m.Process)
 			g.st.rss += m.RSS
 		}
-		g.st.rssPending = sb.Cgroup != "" && v.Snapshot.Settled[sb.Cgroup]
+		g.st.rssPending = v.Snapshot.Settled[sb.Cgroup]
 		g.st.io, g.st.ioKnown = in.io.of(sb)
 		g.st.ioPending = !g.st.ioKnown && in.io.sampled(sb)
 		if r := v.Resources(sb); r != nil {
@@ -344,22 +344,14 @@ func compareNames(a, b *model.Sandbox) int {
 // points do, so comparing the runes compares the lowered strings' bytes.
 func compareFolded(a, b string) int {
 	for a != "" && b != "" {
-		ra, na := firstRune(a)
-		rb, nb := firstRune(b)
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
 		if d := cmp.Compare(unicode.ToLower(ra), unicode.ToLower(rb)); d != 0 {
 			return d
 		}
 		a, b = a[na:], b[nb:]
 	}
 	return cmp.Compare(len(a), len(b))
-}
-
-// firstRune is utf8.DecodeRuneInString with a shortcut for ASCII.
-func firstRune(s string) (rune, int) {
-	if s[0] < utf8.RuneSelf {
-		return rune(s[0]), 1
-	}
-	return utf8.DecodeRuneInString(s)
 }
 
 // trouble ranks a sandbox for the trouble-first order: an OOM kill above

@@ -24,8 +24,10 @@ import (
 // Narrower narrows the process to one processor at its first Refreshed;
 // nil (the user chose with GOMAXPROCS) does nothing.
 type Narrower struct {
-	once sync.Once
-	mu   sync.Mutex
+	mu sync.Mutex
+	// done says the first Refreshed (or Stop) came; prev is the
+	// processors the process had before it narrowed, 0 when it did not.
+	done bool
 	prev int
 }
 
@@ -43,22 +45,24 @@ func (n *Narrower) Refreshed() {
 	if n == nil {
 		return
 	}
-	n.once.Do(func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.done {
+		n.done = true
 		n.prev = runtime.GOMAXPROCS(1)
-	})
+	}
 }
 
 // Stop gives the process back the processors it had, for whatever runs
-// next in it (commands run in process, as tests run them).
+// next in it (commands run in process, as tests run them); a Refreshed
+// after it narrows nothing.
 func (n *Narrower) Stop() {
 	if n == nil {
 		return
 	}
-	n.once.Do(func() {}) // a Refreshed after Stop narrows nothing
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.done = true
 	if n.prev > 0 {
 		runtime.GOMAXPROCS(n.prev)
 		n.prev = 0
