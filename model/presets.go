@@ -243,10 +243,14 @@ var presets = sync.OnceValue(func() Rules {
 			// Optional captures: the container name, an alias; the storage
 			// paths podman passes conmon for its exit command, which the
 			// reconcile command needs to find the container.
-			Argv:      re(`^(?:.*? (?:-n|--name)[ =](?P<alias>[^ ]+))?(?:.*? --exit-command-arg --root --exit-command-arg (?P<root>/[^ ]*) --exit-command-arg --runroot --exit-command-arg (?P<runroot>/[^ ]*))?(?:.*? --exit-command-arg --tmpdir --exit-command-arg (?P<tmpdir>/[^ ]*))?`),
-			Reconcile: []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "rm", "--force", "{id}"},
-			Inspect:   []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "container", "inspect", "{id}"},
-			Doc:       "podman's conmon, the container's monitor (no daemon: conmon --api-version 1 -c <64hex> -u <64hex> -r <runtime> -b <bundle> -p <pidfile> -n <name> … --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg <root> … container cleanup <id>); the name is an alias; podman notices a kill behind its back only when told (podman rm --force, which the first time waits 5 s for conmon's exit file and marks the container exited, the second time removes it): containers/podman libpod/oci_conmon_linux.go (createOCIContainer), libpod/container_internal.go (exit command), containers/conmon src/cli.c (options); seen here with podman 4.3.1 + conmon 2.1.6",
+			Argv: re(`^(?:.*? (?:-n|--name)[ =](?P<alias>[^ ]+))?(?:.*? --exit-command-arg --root --exit-command-arg (?P<root>/[^ ]*) --exit-command-arg --runroot --exit-command-arg (?P<runroot>/[^ ]*))?(?:.*? --exit-command-arg --tmpdir --exit-command-arg (?P<tmpdir>/[^ ]*))?`),
+			// conmon writes the exit file podman reads and runs podman's
+			// cleanup once its container is gone: killed before that,
+			// podman keeps a paused container paused and refuses rm --force.
+			ExitsAfterWorkload: true,
+			Reconcile:          []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "rm", "--force", "{id}"},
+			Inspect:            []string{"podman", "--root", "{root}", "--runroot", "{runroot}", "--tmpdir", "{tmpdir}", "container", "inspect", "{id}"},
+			Doc:                "podman's conmon, the container's monitor (no daemon: conmon --api-version 1 -c <64hex> -u <64hex> -r <runtime> -b <bundle> -p <pidfile> -n <name> … --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg <root> … container cleanup <id>); the name is an alias; podman notices a kill behind its back only when told (podman rm --force, which the first time waits 5 s for conmon's exit file and marks the container exited, the second time removes it): containers/podman libpod/oci_conmon_linux.go (createOCIContainer), libpod/container_internal.go (exit command), containers/conmon src/cli.c (options); seen here with podman 4.3.1 + conmon 2.1.6",
 		},
 		{
 			Name:      "podman",

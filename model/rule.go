@@ -57,6 +57,15 @@ type Rule struct {
 	// cost is overhead. A process recognised by its cgroup alone is
 	// neither: it is where it lives that says.
 	Guest bool
+	// ExitsAfterWorkload marks the process the rule recognises as a
+	// monitor that exits by itself once its workload has, after recording
+	// the exit for its runtime (podman's conmon writes the exit file podman
+	// reads and runs podman's cleanup). A teardown gives it time to finish
+	// before stopping it: killed mid-way, it leaves its runtime believing
+	// the container still runs, or is paused. Without it, a monitor left
+	// idle once its workload is gone is taken to be waiting to be told (a
+	// containerd shim) and is killed.
+	ExitsAfterWorkload bool
 	// Supervisor tells how to find the process that owns the sandbox; a
 	// sandbox whose rule names a supervisor that cannot be found is an orphan.
 	Supervisor Supervisor

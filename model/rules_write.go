@@ -25,6 +25,7 @@ type ruleTOML struct {
 	IDTransform        string          `toml:"id_transform,omitempty"`
 	ProcessGroup       bool            `toml:"process_group,omitempty"`
 	Guest              bool            `toml:"guest,omitempty"`
+	ExitsAfterWorkload bool            `toml:"exits_after_workload,omitempty"`
 	Cleanup            []string        `toml:"cleanup,omitempty"`
 	Leftovers          []string        `toml:"leftovers,omitempty"`
 	Reconcile          []string        `toml:"reconcile,omitempty"`
@@ -61,6 +62,7 @@ func (r *Rule) toTOML() ruleTOML {
 		IDTransform:        string(r.IDTransform),
 		ProcessGroup:       r.ProcessGroup,
 		Guest:              r.Guest,
+		ExitsAfterWorkload: r.ExitsAfterWorkload,
 		Cleanup:            r.Cleanup,
 		Leftovers:          r.Leftovers,
 		Reconcile:          r.Reconcile,

@@ -310,6 +310,19 @@ func inCgroup(sb *Sandbox, m *Member) bool {
 // ruleRole asks the sandbox's rules which one recognises m by more than
 // its cgroup.
 func ruleRole(sb *Sandbox, m *Member) role {
+	switch r := sb.recognising(m); {
+	case r == nil:
+		return roleWorkload
+	case r.Guest:
+		return roleGuest
+	default:
+		return roleRuntime
+	}
+}
+
+// recognising is the first of the sandbox's rules that recognises m by
+// more than its cgroup, nil when none does.
+func (sb *Sandbox) recognising(m *Member) *Rule {
 	rules := sb.rules
 	if len(rules) == 0 && sb.Rule != nil {
 		rules = []*Rule{sb.Rule}
@@ -319,13 +332,18 @@ func ruleRole(sb *Sandbox, m *Member) role {
 			continue
 		}
 		if _, ok := r.Match(m.Process); ok {
-			if r.Guest {
-				return roleGuest
-			}
-			return roleRuntime
+			return r
 		}
 	}
-	return roleWorkload
+	return nil
+}
+
+// ExitsAfterWorkload reports whether a rule of the sandbox recognises m
+// as a monitor that exits by itself once the workload has (see
+// Rule.ExitsAfterWorkload).
+func (sb *Sandbox) ExitsAfterWorkload(m *Member) bool {
+	r := sb.recognising(m)
+	return r != nil && r.ExitsAfterWorkload
 }
 
 // cgroupName is the sandbox's dedicated cgroup as an operator knows it.

@@ -150,7 +150,7 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 // child, not running) before the wait ends early, as a containerd shim
 // does, which waits to be told.
 const (
-	monitorExitWait = 2 * time.Second
+	monitorExitWait = 5 * time.Second
 	monitorIdle     = 200 * time.Millisecond
 )
 
@@ -161,21 +161,31 @@ const (
 // and killed at once, it dies mid-write, and the runtime is left believing
 // the container runs or is paused (podman then refuses rm --force of a
 // "paused" container it cannot unpause). The wait lasts while one of them
-// is busy (running, or with a child: conmon runs its runtime's cleanup
-// command); whatever is idle or does not exit in time is stopped and
-// killed as before.
+// is a monitor its rule says exits after its workload (idle or not: it may
+// sit blocked on its log or its runtime's files for a while on a slow
+// host), or is busy (running, or with a child: conmon runs its runtime's
+// cleanup command); whatever is idle or does not exit in time is stopped
+// and killed as before.
 func (r *run) letMonitorsExit(ctx context.Context) {
 	if len(r.live()) == 0 {
 		return
 	}
-	if busy, err := Populated(r.p.CgroupDir); err != nil || busy {
+	// systemd removes a scope's cgroup as soon as it is empty: gone is
+	// empty too.
+	if busy, err := Populated(r.p.CgroupDir); busy || err != nil && !errors.Is(err, ErrCgroupGone) {
 		return
+	}
+	exits := map[proc.Identity]bool{}
+	for _, m := range r.p.Members {
+		if m.ExitsAfterWorkload {
+			exits[m.Identity] = true
+		}
 	}
 	var names []string
 	start := time.Now()
 	for time.Since(start) < monitorExitWait && ctx.Err() == nil {
 		left := r.live()
-		if len(left) == 0 || time.Since(start) >= monitorIdle && !r.busy(left) {
+		if len(left) == 0 || time.Since(start) >= monitorIdle && !r.waiting(left, exits) {
 			break
 		}
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -187,13 +197,19 @@ func (r *run) letMonitorsExit(ctx context.Context) {
 		}
 	}
 	if len(names) > 0 {
-		r.event(Event{Step: StepWait, Status: OK, Detail: "exited by itself once " + r.p.Cgroup + " was empty (a runtime's monitor records the exit for its runtime): " + strings.Join(names, ", ")})
+		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("exited by itself within %s once %s was empty (a runtime's monitor records the exit for its runtime): %s",
+			time.Since(start).Round(time.Millisecond), r.p.Cgroup, strings.Join(names, ", "))})
 	}
 }
 
-// busy reports whether any of the processes is running or has a child.
-func (r *run) busy(ps []*Pinned) bool {
+// waiting reports whether any of the processes is still worth waiting
+// for: a monitor that exits after its workload, or one that is running or
+// has a child.
+func (r *run) waiting(ps []*Pinned, exits map[proc.Identity]bool) bool {
 	for _, p := range ps {
+		if exits[p.ID] {
+			return true
+		}
 		if _, st, err := proc.ReadIdentity(r.e.procRoot, p.ID.PID); err == nil && st == 'R' {
 			return true
 		}

@@ -102,6 +102,10 @@ type Member struct {
 	// kernel reported it when planned ("" when it does neither, or when
 	// the plan read no status).
 	Resists string
+	// ExitsAfterWorkload says that the sandbox's rule knows the process
+	// as a monitor that exits by itself once the workload has, after
+	// recording the exit for its runtime (model.Rule.ExitsAfterWorkload).
+	ExitsAfterWorkload bool
 }
 
 func member(m *model.Member) Member {
@@ -172,7 +176,9 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	p.Inspect = slices.Clone(sb.Inspect)
 	// Pre-order reversed puts every process after all of its descendants.
 	for i := len(sb.Members) - 1; i >= 0; i-- {
-		p.Members = append(p.Members, member(sb.Members[i]))
+		m := member(sb.Members[i])
+		m.ExitsAfterWorkload = sb.ExitsAfterWorkload(sb.Members[i])
+		p.Members = append(p.Members, m)
 	}
 	p.scope = newSuspectScope(v, sb)
 	p.Suspects = p.scope.find(v.Snapshot, v, func(proc.Identity) bool { return false }, o.Protected, false)

@@ -47,6 +47,9 @@ matcher captured it, or the value of flag.
   process_group true: the matched process's whole process group joins
   guest         true: the matched process runs the guest (a VMM, a
                 Sentry): its cost is the workload's, not the runtime's
+  exits_after_workload  true: the matched process is a monitor that exits
+                by itself after recording its workload's exit (podman's
+                conmon): a kill lets it finish before stopping it
   supervisor    { ancestor = 'regex on an ancestor's argv' } (16 levels up)
                 or { socket_flag = "-address" } (alive while it listens);
                 a sandbox whose supervisor is gone is an orphan

@@ -64,6 +64,17 @@ type node struct {
 	// Daemonize is set on the middle process only.
 	Daemonize *node     `json:"daemonize,omitempty"`
 	Fork      *forkSpec `json:"fork,omitempty"`
+	// ExitAfter makes the node exit by itself once every child it waits
+	// for is gone, as conmon does after its container.
+	ExitAfter *exitAfter `json:"exit_after,omitempty"`
+}
+
+// exitAfter is how a monitor node ends once its children are gone: it
+// stays blocked for Delay, writes "137" (its container's death by
+// SIGKILL) to File, and exits.
+type exitAfter struct {
+	Delay time.Duration `json:"delay"`
+	File  string        `json:"file"`
 }
 
 // leaf is a lightweight process: the system's sleep binary, exec'd through

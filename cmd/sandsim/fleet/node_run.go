@@ -131,13 +131,35 @@ func (r *nodeRun) run() error {
 		_, _ = io.Copy(io.Discard, r.lifeline)
 		os.Exit(0)
 	}()
+	monitor := n.ExitAfter != nil && r.waiting() > 0
 	for {
 		select {
 		case <-sigchld:
 		case <-time.After(time.Second):
 		}
 		r.reapChildren()
+		if monitor && r.waiting() == 0 {
+			r.exitAfterChildren(n.ExitAfter)
+		}
 	}
+}
+
+// waiting counts the children the node still waits for.
+func (r *nodeRun) waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reap)
+}
+
+// exitAfterChildren ends a monitor whose children are gone, as conmon ends
+// once its container has: blocked a while, then the exit file, then exit.
+func (r *nodeRun) exitAfterChildren(e *exitAfter) {
+	time.Sleep(e.Delay)
+	if err := os.WriteFile(e.File, []byte("137"), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "sandsim %s: exit file: %v\n", r.n.Role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // startAll starts the node's children, leaves, zombies and escapee.

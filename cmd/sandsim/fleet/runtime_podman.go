@@ -31,6 +31,10 @@ func (b *builder) podman(bp *boxPlan) error {
 	if err != nil {
 		return err
 	}
+	exits, err := b.mkdir(nil, "run/libpod/exits")
+	if err != nil {
+		return err
+	}
 	root := filepath.Join(b.env.base, "containers/storage")
 	runroot := filepath.Join(b.env.base, "run/containers/storage")
 	exit := func(args ...string) []string {
@@ -42,7 +46,7 @@ func (b *builder) podman(bp *boxPlan) error {
 	}
 	argv := []string{"/usr/bin/conmon", "--api-version", "1", "-c", id, "-u", id, "-r", "/usr/bin/runc",
 		"-b", userdata, "-p", filepath.Join(userdata, "pidfile"), "-n", bp.m.Name,
-		"--exit-dir", filepath.Join(b.env.base, "run/libpod/exits"), "--full-attach", "-s",
+		"--exit-dir", exits, "--full-attach", "-s",
 		"-l", "k8s-file:" + filepath.Join(userdata, "ctr.log"), "--log-level", "warning",
 		"--runtime-arg", "--log-format=json", "--runtime-arg", "--log",
 		"--runtime-arg=" + filepath.Join(userdata, "oci-log"),
@@ -53,6 +57,9 @@ func (b *builder) podman(bp *boxPlan) error {
 		"--events-backend", "file", "container", "cleanup", id)...)
 	conmon := b.node("conmon", argv...)
 	conmon.Dir, conmon.Cgroups, conmon.Setsid = userdata, conmonCg, true
+	if d := bp.m.Spec.ConmonExit; d > 0 {
+		conmon.ExitAfter = &exitAfter{Delay: d, File: filepath.Join(exits, id)}
+	}
 	bp.root, bp.main = conmon, conmon
 	return b.runcContainer(bp, conmon, container,
 		b.node("app", "/bin/sh", "-c", "exec httpd -f"))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"time"
 )
 
 // Runtime names a sandbox runtime whose host-side process shape sandsim
@@ -81,8 +82,14 @@ type SandboxSpec struct {
 	// manager gives a container run from a login shell, conmon in a scope
 	// of its own next to the container's (see runtime_podman.go), instead
 	// of the cgroupfs manager's libpod_parent.
-	SystemdCgroups bool  `json:"systemd_cgroups,omitempty"`
-	Pause          Pause `json:"pause,omitempty"`
+	SystemdCgroups bool `json:"systemd_cgroups,omitempty"`
+	// ConmonExit applies to podman: once its container has exited, conmon
+	// stays blocked this long (as a real one may on a slow host, draining
+	// the container's output into its log), then writes the exit code
+	// into podman's exit directory and exits, as conmon does. Zero keeps
+	// conmon running after its container, as a wedged one would.
+	ConmonExit time.Duration `json:"conmon_exit,omitempty"`
+	Pause      Pause         `json:"pause,omitempty"`
 	// Bare leaves out the named workload processes (pause, app) of the
 	// container runtimes, so a bulk sandbox costs one Go process plus its
 	// leaves.
@@ -176,6 +183,9 @@ func (s Spec) Validate() error {
 		}
 		if sb.SystemdCgroups && sb.Runtime != Podman {
 			errs = append(errs, fmt.Errorf("%s: systemd_cgroups applies to podman only", where))
+		}
+		if sb.ConmonExit != 0 && (sb.Runtime != Podman || sb.Bare || sb.ConmonExit < 0) {
+			errs = append(errs, fmt.Errorf("%s: conmon_exit applies to a podman container with a workload only, and is not negative", where))
 		}
 		switch sb.Pause {
 		case NotPaused, PauseFreeze, PauseFreezerV1, PauseStop:

@@ -50,8 +50,8 @@ func podmanChecks(t *testing.T, id string, pid int, parent string, paused bool) 
 // a login shell (conmon in libpod-conmon-<id>.scope) and from a systemd
 // service (conmon in the service's cgroup), with runc and with crun, and
 // paused: one sandbox named by the 64-hex ID with its conmon, the cgroup
-// machine.slice/libpod-<id>.scope; `kill --reconcile` leaves podman
-// agreeing that the container is gone.
+// machine.slice/libpod-<id>.scope; `kill --reconcile` lets conmon record
+// the exit and leaves podman agreeing that the container is gone.
 func TestPodman(t *testing.T) {
 	inLane(t, &otherLane)
 	podmanImage(t)
@@ -78,11 +78,18 @@ func TestPodman(t *testing.T) {
 			}
 			podmanChecks(t, id, pid, "/machine.slice/", st.from == "paused")
 			check(t, "kill", func(t *testing.T) error {
-				if _, err := kill(id[:12], "--reconcile"); err != nil {
+				out, err := kill(id[:12], "--reconcile")
+				if err != nil {
 					return err
 				}
 				if !waitGone(pid) {
 					return fmt.Errorf("container init %d still alive", pid)
+				}
+				// conmon records the exit for podman and exits by itself
+				// once the container is gone; killed before that, podman
+				// keeps a paused container paused.
+				if !strings.Contains(out, "exited by itself") {
+					return fmt.Errorf("conmon did not exit by itself after its container:\n%s", out)
 				}
 				return by.check(t)
 			})
