@@ -41,6 +41,10 @@ type Watch struct {
 	// last is the previous view, to name a victim the kernel log gives
 	// by pid after it died.
 	last *View
+	// victims is, for each kill of the kernel log seen, whose member it
+	// killed, judged once, at the first look after the kill was logged:
+	// the pid is free for another process from then on.
+	victims map[oomKey]victim
 	// seenD, seenRole and seenKey are what one Apply met, to forget the
 	// rest after it; kept between Applies so that a refresh of a large
 	// host does not grow three maps afresh.
@@ -51,6 +55,21 @@ type Watch struct {
 type oomBase struct {
 	count uint64
 	since time.Time
+}
+
+// oomKey names one kill of the kernel log.
+type oomKey struct {
+	at  int64 // Unix nanoseconds
+	pid int
+}
+
+func killKey(k proc.OOMKill) oomKey { return oomKey{at: k.Time.UnixNano(), pid: k.PID} }
+
+// victim is the sandbox (Key) a kill's victim was a member of, "" when it
+// was none's, or unknown; vmm says it ran the sandbox's guest.
+type victim struct {
+	sandbox string
+	vmm     bool
 }
 
 // role is which side of a sandbox a member is on.
@@ -116,6 +135,7 @@ func (w *Watch) Apply(v *View) *View {
 	clear(w.seenKey)
 	seenD, seenRole, seenKey := w.seenD, w.seenRole, w.seenKey
 	snap := v.Snapshot
+	w.findVictims(snap.OOMKills)
 	out := *v
 	out.base = v
 	if v.base != nil {
@@ -232,19 +252,56 @@ func (w *Watch) judge(sb *Sandbox, snap *proc.Snapshot, r *Resources, seenD map[
 	return &t
 }
 
+// findVictims judges, for each kill of the log not judged before, whose
+// member its victim was. The log names the victim by pid and comm only,
+// and the pid may since belong to another process: the victim is a
+// process of the last view with that pid and comm that started before
+// the kill. A kill logged before the first look has no view to name its
+// victim (a process with its pid now is another), and one whose victim
+// the last view did not hold has none either: only its memory cgroup can
+// place those. Kills that left the log's window are forgotten.
+func (w *Watch) findVictims(kills []proc.OOMKill) {
+	if w.victims == nil {
+		w.victims = map[oomKey]victim{}
+	}
+	if len(kills) == 0 {
+		clear(w.victims)
+		return
+	}
+	seen := make(map[oomKey]bool, len(kills))
+	for _, k := range kills {
+		key := killKey(k)
+		seen[key] = true
+		if _, ok := w.victims[key]; ok {
+			continue
+		}
+		var v victim
+		if last := w.last; last != nil && last.Snapshot != nil {
+			p := last.Snapshot.ByPID[k.PID]
+			if p != nil && p.Comm == k.RawComm() && !last.Snapshot.StartTime(p).After(k.Time) {
+				if sb := last.SandboxOf(p.ID()); sb != nil {
+					v = victim{sandbox: sb.Key(), vmm: w.roles[p.ID()] == roleGuest}
+				}
+			}
+		}
+		w.victims[key] = v
+	}
+	for key := range w.victims {
+		if !seen[key] {
+			delete(w.victims, key)
+		}
+	}
+}
+
 // killOf reports whether a kernel-log kill was in sb: its victim's memory
 // cgroup is the sandbox's (v2, or v1 memory, which runtimes name like the
-// freezer), or the victim was a member in the last view.
+// freezer), or the victim was a member in the view before the kill (see
+// findVictims).
 func (w *Watch) killOf(sb *Sandbox, k proc.OOMKill) (OOMEvidence, bool) {
 	e := OOMEvidence{Source: "kernel log", Time: k.Time, Kills: 1, PID: k.PID, Comm: k.Comm, Host: k.Host()}
 	in := (sb.Cgroup != "" && within(k.TaskMemcg, sb.Cgroup)) || (sb.Freezer != "" && within(k.TaskMemcg, sb.Freezer))
-	if w.last != nil && w.last.Snapshot != nil {
-		if p := w.last.Snapshot.ByPID[k.PID]; p != nil {
-			if was := w.last.SandboxOf(p.ID()); was != nil && was.Key() == sb.Key() {
-				in = true
-				e.VMM = w.roles[p.ID()] == roleGuest
-			}
-		}
+	if v := w.victims[killKey(k)]; v.sandbox != "" && v.sandbox == sb.Key() {
+		in, e.VMM = true, v.vmm
 	}
 	if !in {
 		return OOMEvidence{}, false
