@@ -203,7 +203,10 @@ func (w *Watch) judge(sb *Sandbox, snap *proc.Snapshot, r *Resources, seenD map[
 		if r.OOMKills != nil {
 			seenKey[key] = true
 			base, ok := w.oomBase[key]
-			if !ok {
+			// A counter below its base is a new cgroup at the old path
+			// (a container restarted under the same name between two
+			// refreshes): its count starts again from there.
+			if !ok || *r.OOMKills < base.count {
 				// Kills counted before the first look are history, not
 				// news: a cgroup can become a sandbox's long after it
 				// was made. The kernel log covers a kill in a cgroup

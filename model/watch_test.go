@@ -164,3 +164,38 @@ func TestResourceWantsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A container restarted under its name between two refreshes gets a new
+// cgroup at the old path, whose oom_kill counter starts again at 0: its
+// first kill is news, though the count is below the old cgroup's.
+func TestWatchOOMCounterOfANewCgroup(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cgroup := "/libpod_parent/libpod-" + id
+	t0 := time.Unix(1_800_000_000, 0)
+	rules := Effective(nil, true)
+	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"))
+	worker := modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup), modeltest.NSpid(60, 1))
+	var w Watch
+	look := func(at time.Duration, kills uint64) *Sandbox {
+		snap := modeltest.Snapshot(proc.Snapshot{Time: t0.Add(at), BootTime: t0.Add(-time.Hour), ClockTicks: 100}, conmon, worker)
+		v := Build(snap, rules, nil)
+		wants, _ := ResourceWants(v, ResourceNeeds{})
+		snap.Resources = map[proc.CgroupKey]*proc.CgroupResources{}
+		for _, w := range wants {
+			snap.Resources[w.Key] = &proc.CgroupResources{Have: proc.HaveOOM, OOMKills: kills}
+		}
+		return w.Apply(v).Sandbox("podman:" + id)
+	}
+	for i, step := range []struct {
+		kills uint64
+		oom   bool
+	}{{5, false}, {5, false}, {0, false}, {1, true}, {1, true}} {
+		sb := look(time.Duration(i)*2*time.Second, step.kills)
+		if sb == nil {
+			t.Fatalf("look %d: no sandbox", i)
+		}
+		if sb.HasBadge(BadgeOOM) != step.oom {
+			t.Fatalf("look %d, oom_kill %d: badges %v, want oom %v", i, step.kills, sb.Badges, step.oom)
+		}
+	}
+}
