@@ -446,24 +446,35 @@ func (r *run) pinPIDs(pids []int, parent int) int {
 			continue
 		}
 		id, _, err := proc.ReadIdentity(r.e.procRoot, pid)
-		if err != nil {
-			continue
+		if err == nil && r.pinSeen(id, parent) {
+			n++
 		}
-		// Pin checks the start time after opening the pidfd, and records
-		// the ppid and flags of the process the pidfd holds: no further
-		// read is needed to judge it.
-		pin, err := Pin(r.e.procRoot, id)
-		if err != nil {
-			continue
-		}
-		if (parent > 0 && pin.PPID != parent) || r.refused(&proc.Process{PID: pid, PPID: pin.PPID, Flags: pin.Flags, Comm: pin.Comm}) != nil {
-			pin.Close()
-			continue
-		}
-		r.add(pin)
-		n++
 	}
 	return n
+}
+
+// pinSeen pins the process a scan saw, if it is still that process (the
+// same start time) and, with parent > 0, still that parent's child. A
+// scan is old by the time it is judged: its pid may have gone to another
+// process since, which must never be pinned in its place. It reports
+// whether a new process was pinned.
+func (r *run) pinSeen(id proc.Identity, parent int) bool {
+	if r.known(id.PID) {
+		return false
+	}
+	// Pin checks the start time after opening the pidfd, and records the
+	// ppid and flags of the process the pidfd holds: no further read is
+	// needed to judge it.
+	pin, err := Pin(r.e.procRoot, id)
+	if err != nil {
+		return false
+	}
+	if (parent > 0 && pin.PPID != parent) || r.refused(&proc.Process{PID: id.PID, PPID: pin.PPID, Flags: pin.Flags, Comm: pin.Comm}) != nil {
+		pin.Close()
+		return false
+	}
+	r.add(pin)
+	return true
 }
 
 // refused applies the same guard as the plan to a process found late.

@@ -73,7 +73,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		var named []Survivor
 		for _, s := range r.p.scope.find(snap, fresh, r.held, r.e.protected, r.lost) {
 			if s.Provable {
-				if r.pinPIDs([]int{s.PID}, 0) > 0 {
+				if r.pinSeen(s.Identity, 0) {
 					left = append(left, snap.ByPID[s.PID])
 				}
 				continue
@@ -110,7 +110,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 			if !r.known(p.PID) {
 				newcomers++
 			}
-			r.pinPIDs([]int{p.PID}, 0)
+			r.pinSeen(p.ID(), 0)
 		}
 		r.passes++
 		r.event(Event{Step: StepVerify, Status: Skip, Detail: fmt.Sprintf("round %d: %s still in %s (%d new): killing them (kill pass %d)", round, words.Count(len(left), "process", "processes"), r.p.Target, newcomers, r.passes)})

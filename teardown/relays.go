@@ -27,7 +27,10 @@ type relay struct {
 }
 
 // noteRelays records the target's ancestors outside it that are running
-// now, up to PID 1 or a process sandtop must never signal.
+// now, up to PID 1 or a process sandtop must never signal. The walk
+// starts from each pinned member's parent as read through its pidfd: the
+// plan's parent may have died since, its pid another process's now, and
+// a member no longer pinned is never stopped, so nothing relays its stop.
 func (r *run) noteRelays() {
 	inside := make(map[int]bool, len(r.p.Members))
 	for _, m := range r.p.Members {
@@ -35,7 +38,11 @@ func (r *run) noteRelays() {
 	}
 	seen := map[int]bool{}
 	for _, m := range r.p.Members {
-		for pid, depth := m.PPID, 0; pid > 1 && !inside[pid] && !seen[pid] && depth < maxRelayDepth; depth++ {
+		pin := r.pins[m.Identity]
+		if pin == nil {
+			continue
+		}
+		for pid, depth := pin.PPID, 0; pid > 1 && !inside[pid] && !seen[pid] && depth < maxRelayDepth; depth++ {
 			seen[pid] = true
 			st, err := proc.ReadStat(r.e.procRoot, pid)
 			if err != nil || r.refused(&proc.Process{PID: pid, PPID: st.PPID, Flags: st.Flags, Comm: st.Comm}) != nil {

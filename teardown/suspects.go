@@ -145,7 +145,7 @@ func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.
 		if sc.members[id] || held(id) || protected[p.PID] || Refuse(snap, p, snap.Self) != nil {
 			continue
 		}
-		if _, up := sc.above[p.PID]; up || supervisors[p.PID] {
+		if start, up := sc.above[p.PID]; up && start == p.Start || supervisors[p.PID] {
 			continue // the sandbox's own ancestry, or a runner: never a suspect
 		}
 		if v != nil && v.SandboxOf(id) != nil {
