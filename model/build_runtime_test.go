@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -414,4 +415,46 @@ func callerCgroup(nspawnCg string) string {
 		return "/user.slice/user-0.slice/session-3.scope"
 	}
 	return nspawnCg
+}
+
+// A runtime's command is filled in from a process's command line: a
+// capture that would start an argument with "-" makes the runtime read
+// an option (podman rm --force --all), and a process in a pid namespace
+// below sandtop's (a container's own, whatever it calls itself) never
+// names the command, nor the storage it works on.
+func TestReconcileFromHostileArgv(t *testing.T) {
+	id := "016f5d29bd3ad4d98a6a148692c7fd2020463ec4301b5a0fc43ac7eb8f9d0965"
+	lib := "/libpod_parent/libpod-" + id
+	exit := func(root string) string {
+		return " --exit-command /usr/bin/podman --exit-command-arg --root --exit-command-arg " + root +
+			" --exit-command-arg --runroot --exit-command-arg /rr --exit-command-arg --tmpdir --exit-command-arg /t"
+	}
+	for _, c := range []struct {
+		name  string
+		procs []*proc.Process
+		id    string
+		want  []string
+	}{
+		{"option-as-id", []*proc.Process{pr(600, 1, "/usr/bin/conmon --api-version 1 -c --all"+exit("/r"), cgroup("/libpod_parent/conmon"))}, "--all", nil},
+		{"nested-conmon", []*proc.Process{
+			pr(600, 1, "/usr/bin/conmon --api-version 1 -c "+id+exit("/proc/601/root/evil"), cgroup(lib), nspid(7)),
+			pr(601, 600, "sleep 100001", cgroup(lib), nspid(8)),
+		}, id, []string{"podman", "rm", "--force", id}},
+		{"host-conmon", []*proc.Process{
+			pr(600, 1, "/usr/bin/conmon --api-version 1 -c "+id+exit("/r"), cgroup("/libpod_parent/conmon")),
+			pr(601, 600, "sleep 100001", cgroup(lib), nspid(1)),
+		}, id, []string{"podman", "--root", "/r", "--runroot", "/rr", "--tmpdir", "/t", "rm", "--force", id}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sb := one(t, Build(snap(c.procs...), Presets(), nil), c.id)
+			if !slices.Equal(sb.Reconcile, c.want) {
+				t.Errorf("reconcile %q, want %q", sb.Reconcile, c.want)
+			}
+			for _, a := range sb.Inspect {
+				if strings.HasPrefix(a, "/proc") || strings.HasPrefix(a, "--all") {
+					t.Errorf("inspect %q", sb.Inspect)
+				}
+			}
+		})
+	}
 }

@@ -398,7 +398,15 @@ func (w *build) cleanup(sb *Sandbox) (out, refused []string) {
 func (w *build) reconcile(sb *Sandbox) (reconcile, inspect []string) {
 	rs := slices.Clone(w.rules[sb])
 	slices.SortFunc(rs, func(a, b *Rule) int { return cmp.Compare(w.ruleIndex[a], w.ruleIndex[b]) })
+	// A root in a pid namespace below sandtop's is a sandbox's own
+	// process, whatever its name: its command line, which fills a
+	// process rule's command (podman's storage paths), is never trusted
+	// with running the runtime's command, as its owner or as root.
+	nested := sb.Root != nil && len(sb.Root.NSpid) > 1
 	for _, r := range rs {
+		if nested && !r.onlyCgroup() {
+			continue
+		}
 		m := Match{Rule: r, ID: sb.ID, Vars: sb.Vars}
 		if argv, err := m.ReconcileArgv(); err == nil && len(argv) > 0 {
 			inspect, _ = m.InspectArgv()

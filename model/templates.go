@@ -93,10 +93,22 @@ func (m Match) argv(key string, templates []string) ([]string, error) {
 		if err := m.checkVars(t); err != nil {
 			return nil, fmt.Errorf("%s %q: %w", key, t, err)
 		}
-		out = append(out, m.Expand(t))
+		// A capture comes from the process's argv or cgroup path: one
+		// that starts an argument with "-" would be read by the runtime
+		// as an option (podman rm --force --all), not as the value the
+		// template puts there.
+		arg := m.Expand(t)
+		if strings.HasPrefix(arg, "-") && !strings.HasPrefix(t, "-") {
+			return nil, fmt.Errorf("%s %q: %w: %s starts with \"-\", which the runtime would read as an option", key, t, ErrOptionLike, Printable(arg))
+		}
+		out = append(out, arg)
 	}
 	return out, nil
 }
+
+// ErrOptionLike is a runtime command whose argument, filled in from a
+// capture, would read as an option.
+var ErrOptionLike = errors.New("a captured value reads as an option")
 
 func (m Match) checkVars(template string) error {
 	names, err := placeholders(template)
