@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
 
@@ -60,12 +61,14 @@ func (e *RefusedError) Error() string {
 	if e.Detail != "" {
 		why = e.Detail
 	}
+	// The comm and the cgroup's path are the process's choice, and this
+	// message goes to stderr and the status line whole.
 	who := fmt.Sprintf("pid %d", e.PID)
 	if e.Comm != "" {
-		who += " (" + e.Comm + ")"
+		who += " (" + model.Printable(e.Comm) + ")"
 	}
 	if e.Cgroup != "" {
-		return fmt.Sprintf("refused cgroup %s: %s: %s", e.Cgroup, why, who)
+		return fmt.Sprintf("refused cgroup %s: %s: %s", model.Printable(e.Cgroup), why, who)
 	}
 	return fmt.Sprintf("refused %s: %s", who, why)
 }

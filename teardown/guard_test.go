@@ -229,3 +229,18 @@ func TestRefusedErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+// A refusal names the process by its comm, and a cgroup by its path: both
+// the process's choice, and the message goes whole to stderr and to the
+// screen's status line, where a newline would forge a line and an ESC be
+// obeyed.
+func TestRefusedErrorEscapesWhatProcessesChose(t *testing.T) {
+	for _, e := range []*RefusedError{
+		{PID: 42, Comm: "x\nsandtop: done", Reason: ReasonAncestor},
+		{PID: 42, Comm: "\x1b]0;t\a", Cgroup: "/box\n/x\u202e", Reason: ReasonAncestor},
+	} {
+		if msg := e.Error(); strings.ContainsAny(msg, "\n\a\x1b\u202e") {
+			t.Errorf("refusal %q", msg)
+		}
+	}
+}

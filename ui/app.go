@@ -558,7 +558,9 @@ func (m *Model) statusView() string {
 	if isErr {
 		st = m.styles.Error
 	}
-	return st.Render(ansi.Truncate(status, m.width, "…"))
+	// Messages quote what processes chose (a target's ID, a refused
+	// process's comm): the line is escaped here, whoever built it.
+	return st.Render(ansi.Truncate(format.Printable(status), m.width, "…"))
 }
 
 // filterSyntax is the filter language's help, drawn under the full key

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
+	"github.com/sandtop/sandtop/teardown"
 )
 
 // intervals are the steps `+` and `-` move through.
@@ -479,7 +480,10 @@ func (m *Model) sortName() string {
 
 // copyID puts the selected sandbox's full ID (a process's pid) on the
 // clipboard with OSC 52, which works over ssh and in tmux (with
-// set-clipboard on); the write happens in a Cmd.
+// set-clipboard on); the write happens in a Cmd. An ID is what a process
+// chose, and is pasted into a shell: one a terminal would act on is not
+// copied, and one with characters a shell would act on (; | $ and such)
+// is copied quoted, as one word.
 func (m *Model) copyID() tea.Cmd {
 	r := m.table.selected()
 	if r == nil || r.kind == rowHost {
@@ -489,6 +493,14 @@ func (m *Model) copyID() tea.Cmd {
 	if r.kind == rowSandbox {
 		s = r.sb.ID
 	}
-	m.setStatus("copied "+s+" (OSC 52: the terminal must allow it)", false)
+	if !model.IsPrintable(s) {
+		m.setStatus("not copied: the ID "+s+" holds characters a terminal would act on", true)
+		return nil
+	}
+	how := ""
+	if q := teardown.ShellQuote([]string{s}); q != s {
+		s, how = q, ", quoted for a shell"
+	}
+	m.setStatus("copied "+s+how+" (OSC 52: the terminal must allow it)", false)
 	return m.clipboard(s)
 }

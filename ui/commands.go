@@ -114,12 +114,14 @@ func (r *runs) ended(target string, t teardown.Totals) {
 	if t.OK() || (!r.closed && t.Stopped == "") {
 		return
 	}
-	line := fmt.Sprintf("%s: %s", target, format.Count(len(t.Survivors), "survivor", "survivors"))
+	// Printed on stderr once the screen is gone: the target and comms are
+	// the processes' choice, a newline in them a forged line.
+	line := fmt.Sprintf("%s: %s", format.Printable(target), format.Count(len(t.Survivors), "survivor", "survivors"))
 	if t.Stopped != "" {
 		line += ", stopped by the operator " + t.Stopped
 	}
 	for _, s := range t.Survivors {
-		line += fmt.Sprintf("; %d %s (%s)", s.PID, s.Comm, s.Reason)
+		line += fmt.Sprintf("; %d %s (%s)", s.PID, format.Printable(s.Comm), format.Printable(s.Reason))
 	}
 	r.unseen = append(r.unseen, line)
 }

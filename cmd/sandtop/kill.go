@@ -186,7 +186,7 @@ func runPlans(ctx context.Context, eng *teardown.Engine, plans []*teardown.Plan,
 
 	emit := lineEmitter(lout, theme.New(lipgloss.NewRenderer(out)))
 	if asJSON {
-		enc := json.NewEncoder(jsonSafe(lout))
+		enc := json.NewEncoder(model.JSONSafe(lout))
 		emit = func(ev teardown.Event) { _ = enc.Encode(ev) }
 	}
 	runCtx := teardown.WithEndGrace(ctx, endGrace)
@@ -288,7 +288,7 @@ type planSuspect struct {
 }
 
 func writePlansJSON(w io.Writer, plans []*teardown.Plan) error {
-	enc := json.NewEncoder(jsonSafe(w))
+	enc := json.NewEncoder(model.JSONSafe(w))
 	for _, p := range plans {
 		f := p.Facts()
 		doc := planJSON{Plan: p.Target, Key: p.Key, Runtime: p.Runtime,
@@ -471,10 +471,11 @@ func keptEverything(p *teardown.Plan, t teardown.Totals) string {
 		if l.Status == teardown.OK {
 			return ""
 		}
-		if !slices.Contains(why, l.Detail) {
-			why = append(why, l.Detail)
+		if d := model.Printable(l.Detail); !slices.Contains(why, d) {
+			why = append(why, d)
 		}
 	}
+	// The target and the leftovers' paths are the processes' choice.
 	return fmt.Sprintf("nothing of %s was removed (%s): %s; remove it when that no longer holds (sandtop list shows why each is kept), or let its owner clean up",
-		p.Target, words.Count(len(t.Leftovers), "leftover kept", "leftovers kept"), strings.Join(why, "; "))
+		model.Printable(p.Target), words.Count(len(t.Leftovers), "leftover kept", "leftovers kept"), strings.Join(why, "; "))
 }

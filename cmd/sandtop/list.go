@@ -78,7 +78,7 @@ read-only: no signal crosses the network, a kill is run on the host.`,
 			}
 			out := cmd.OutOrStdout()
 			if o.json {
-				return v.EncodeDocument(jsonSafe(out), o.all)
+				return v.EncodeDocument(model.JSONSafe(out), o.all)
 			}
 			if f, ok := out.(*os.File); ok && !o.wide && term.IsTerminal(f.Fd()) {
 				if w, _, err := term.GetSize(f.Fd()); err == nil {
@@ -133,7 +133,7 @@ func (o *listOpts) runRemote(cmd *cobra.Command, args []string) error {
 			return err
 		}
 		if o.json {
-			enc := json.NewEncoder(jsonSafe(out))
+			enc := json.NewEncoder(model.JSONSafe(out))
 			enc.SetIndent("", "  ")
 			return enc.Encode(fv)
 		}
@@ -149,7 +149,7 @@ func (o *listOpts) runRemote(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if o.json {
-		return d.Encode(jsonSafe(out))
+		return d.Encode(model.JSONSafe(out))
 	}
 	writeFromHost(out, st, d, base.String(), o.width)
 	return nil

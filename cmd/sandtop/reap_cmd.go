@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/exporter"
 	"github.com/sandtop/sandtop/cmd/sandtop/internal/reap"
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/model/query"
 	"github.com/sandtop/sandtop/model/words"
 	"github.com/sandtop/sandtop/teardown"
@@ -129,7 +130,7 @@ func runReap(ctx context.Context, g *globals, o *reapOpts, out, errOut io.Writer
 	}
 	logOut := out
 	if format == "json" {
-		logOut = jsonSafe(out)
+		logOut = model.JSONSafe(out)
 	}
 	logger, err := reap.NewLogger(logOut, format)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sandtop/sandtop/model"
 )
 
 // Paths are the endpoints Handler serves, all read-only (GET and HEAD);
@@ -56,8 +58,10 @@ func (e *Exporter) serveSandboxes(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "all: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	// A terminal may show the answer (curl): what the processes chose
+	// is escaped as `list --json` escapes it.
 	var buf bytes.Buffer
-	if err := v.Document(all).Encode(&buf); err != nil {
+	if err := v.Document(all).Encode(model.JSONSafe(&buf)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,7 +82,7 @@ func TestHandlerEndpoints(t *testing.T) {
 	t.Run("document", func(t *testing.T) {
 		for path, all := range map[string]bool{"/api/v1/sandboxes": false, "/api/v1/sandboxes?all=1": true, "/api/v1/sandboxes?all=0": false} {
 			var want bytes.Buffer
-			if err := v.Document(all).Encode(&want); err != nil {
+			if err := v.Document(all).Encode(model.JSONSafe(&want)); err != nil {
 				t.Fatal(err)
 			}
 			r := get(t, h, "GET", path)
@@ -239,5 +240,39 @@ func TestScrapeNeverScans(t *testing.T) {
 	}
 	if src.n != 1 {
 		t.Errorf("%d scans after 30 requests, want the 1 Refresh made", src.n)
+	}
+}
+
+// The document is what `list --json` prints, and a terminal may show it
+// (curl): a C1 CSI or a bidi override a process put in its ID is escaped,
+// and decodes to the same ID.
+func TestSandboxesDocumentIsTerminalSafe(t *testing.T) {
+	e, err := New(nil, Options{Interval: time.Second, Runtimes: []string{"vm0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := demoView()
+	v.Time = time.Now()
+	const hostile = "a\u009b31mb\u202ec\x7f"
+	v.Sandboxes[0].ID = hostile
+	e.Observe(v, nil, 10*time.Millisecond)
+	b := body(t, get(t, e.Handler(), "GET", "/api/v1/sandboxes"))
+	if strings.ContainsAny(b, "\u009b\u202e\x7f") {
+		t.Errorf("raw control or format characters in the document:\n%s", b)
+	}
+	var doc struct {
+		Sandboxes []struct {
+			ID string `json:"id"`
+		} `json:"sandboxes"`
+	}
+	if err := json.Unmarshal([]byte(b), &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sb := range doc.Sandboxes {
+		found = found || sb.ID == hostile
+	}
+	if !found {
+		t.Errorf("the hostile ID does not decode as it was: %+v", doc.Sandboxes)
 	}
 }

@@ -1,22 +1,20 @@
-package main
+package model
 
 import (
 	"fmt"
 	"io"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/sandtop/sandtop/model"
 )
 
-// jsonSafe wraps the writer of a JSON output. encoding/json escapes the C0
+// JSONSafe wraps the writer of a JSON output. encoding/json escapes the C0
 // controls in a string but writes DEL, the C1 controls and the bidi and
 // other format characters as they are, and a terminal showing `sandtop
-// list --json` would obey them (a C1 CSI is an ESC [). jsonSafe writes
+// list --json` would obey them (a C1 CSI is an ESC [). JSONSafe writes
 // each such character as a \uXXXX escape, which decodes to the same string:
 // the JSON loses nothing. Outside strings JSON holds only ASCII, so no
 // escape can land anywhere but inside a string.
-func jsonSafe(w io.Writer) io.Writer { return &jsonSafeWriter{w: w} }
+func JSONSafe(w io.Writer) io.Writer { return &jsonSafeWriter{w: w} }
 
 type jsonSafeWriter struct {
 	w io.Writer
@@ -52,7 +50,7 @@ func (j *jsonSafeWriter) Write(b []byte) (int, error) {
 			break
 		}
 		r, size := utf8.DecodeRune(b[i:])
-		if r != utf8.RuneError && model.Unsafe(r) {
+		if r != utf8.RuneError && Unsafe(r) {
 			if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
 				out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
 			} else {

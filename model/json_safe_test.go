@@ -1,15 +1,13 @@
-package main
+package model
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
-
-	"github.com/sandtop/sandtop/model"
 )
 
 // FuzzJSONSafe: whatever the string and however the writes are cut, the
-// JSON that jsonSafe passes on decodes to the same value, and holds nothing
+// JSON that JSONSafe passes on decodes to the same value, and holds nothing
 // a terminal would act on.
 func FuzzJSONSafe(f *testing.F) {
 	for _, s := range []string{"", "plain", "\x1b]2;x\x07", "a\u009bb\u202e", "\x7f", "é😀\U000e0001", "\xff"} {
@@ -22,7 +20,7 @@ func FuzzJSONSafe(f *testing.F) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		w := jsonSafe(&out)
+		w := JSONSafe(&out)
 		step := int(cut%7) + 1
 		for i := 0; i < len(raw); i += step {
 			w.Write(raw[i:min(i+step, len(raw))])
@@ -36,7 +34,7 @@ func FuzzJSONSafe(f *testing.F) {
 			t.Fatalf("%q decodes to %q, want %q", out.Bytes(), got, want)
 		}
 		for _, r := range out.String() {
-			if model.Unsafe(r) {
+			if Unsafe(r) {
 				t.Fatalf("%q keeps %U", out.Bytes(), r)
 			}
 		}
