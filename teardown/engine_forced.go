@@ -149,9 +149,16 @@ func (r *run) cgroupKill(ctx context.Context) bool {
 // stopped and killed; monitorIdle is how long they may sit idle (no
 // child, not running) before the wait ends early, as a containerd shim
 // does, which waits to be told.
+//
+// monitorCleanupWait is how long a monitor that exits after its
+// workload is given while it runs a child: conmon runs podman's cleanup
+// command and waits for it, which on a slow or loaded host (a podman
+// start under emulation) takes seconds; killed then, the cleanup dies
+// with it half done.
 const (
-	monitorExitWait = 5 * time.Second
-	monitorIdle     = 200 * time.Millisecond
+	monitorExitWait    = 5 * time.Second
+	monitorIdle        = 200 * time.Millisecond
+	monitorCleanupWait = 30 * time.Second
 )
 
 // letMonitorsExit gives the members left outside the dedicated cgroup, once
@@ -183,9 +190,22 @@ func (r *run) letMonitorsExit(ctx context.Context) {
 	}
 	var names []string
 	start := time.Now()
-	for time.Since(start) < monitorExitWait && ctx.Err() == nil {
+	told := false
+	for ctx.Err() == nil {
 		left := r.live()
-		if len(left) == 0 || time.Since(start) >= monitorIdle && !r.waiting(left, exits) {
+		if len(left) == 0 {
+			break
+		}
+		limit := monitorExitWait
+		if cleaning := r.cleaning(left, exits); cleaning != "" {
+			limit = monitorCleanupWait
+			if !told {
+				told = true
+				r.event(Event{Step: StepWait, Status: Skip, Detail: fmt.Sprintf("%s was empty; waiting up to %s for its runtime's monitor to finish the runtime's cleanup: %s",
+					r.p.Cgroup, monitorCleanupWait, cleaning)})
+			}
+		}
+		if took := time.Since(start); took >= limit || took >= monitorIdle && !r.waiting(left, exits) {
 			break
 		}
 		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -200,6 +220,22 @@ func (r *run) letMonitorsExit(ctx context.Context) {
 		r.event(Event{Step: StepWait, Status: OK, Detail: fmt.Sprintf("exited by itself within %s once %s was empty (a runtime's monitor records the exit for its runtime): %s",
 			time.Since(start).Round(time.Millisecond), r.p.Cgroup, strings.Join(names, ", "))})
 	}
+}
+
+// cleaning names the monitors among ps that exit after their workload
+// and are running a child now (their runtime's cleanup command), "" when
+// none is.
+func (r *run) cleaning(ps []*Pinned, exits map[proc.Identity]bool) string {
+	var out []string
+	for _, p := range ps {
+		if !exits[p.ID] {
+			continue
+		}
+		if kids, err := proc.Children(r.e.procRoot, p.ID.PID); err == nil && len(kids) > 0 {
+			out = append(out, fmt.Sprintf("%d %s (running pid %s)", p.ID.PID, p.Comm, strings.Trim(fmt.Sprint(kids), "[]")))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // waiting reports whether any of the processes is still worth waiting

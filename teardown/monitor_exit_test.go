@@ -18,11 +18,15 @@ import (
 // it. The teardown must let it finish, and say so.
 func TestTeardownLetsConmonRecordTheExit(t *testing.T) {
 	const blocked = 3 * monitorIdle
+	// conmon then runs podman's cleanup and waits for it: slower than a
+	// monitor is given while idle, and still let finish.
+	const cleanup = monitorExitWait + time.Second
 	f := fleettest.Start(t, fleet.Spec{Sandboxes: []fleet.SandboxSpec{
 		{Name: "podman", Runtime: fleet.Podman, ConmonExit: blocked},
 		{Name: "paused", Runtime: fleet.Podman, ConmonExit: blocked, Pause: fleet.PauseFreeze},
+		{Name: "cleaning", Runtime: fleet.Podman, ConmonExit: blocked, ConmonCleanup: cleanup},
 	}})
-	for _, name := range []string{"podman", "paused"} {
+	for _, name := range []string{"podman", "paused", "cleaning"} {
 		t.Run(name, func(t *testing.T) {
 			m := f.Manifest()
 			sb := m.Sandbox(name)
@@ -37,10 +41,17 @@ func TestTeardownLetsConmonRecordTheExit(t *testing.T) {
 			if !r.has(StepWait, OK, "exited by itself") {
 				t.Error("the teardown does not say that conmon exited by itself")
 			}
-			if r.elapsed < blocked {
-				t.Errorf("teardown took %s, less than conmon was blocked (%s)", r.elapsed, blocked)
+			took := blocked
+			if name == "cleaning" {
+				took += cleanup
+				if !r.has(StepWait, Skip, "finish the runtime's cleanup") {
+					t.Error("the teardown does not say that it waits for the runtime's cleanup")
+				}
 			}
-			if r.elapsed > monitorExitWait+5*time.Second {
+			if r.elapsed < took {
+				t.Errorf("teardown took %s, less than conmon took to exit (%s)", r.elapsed, took)
+			}
+			if r.elapsed > took+5*time.Second {
 				t.Errorf("teardown took %s", r.elapsed)
 			}
 		})

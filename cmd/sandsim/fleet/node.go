@@ -71,10 +71,12 @@ type node struct {
 
 // exitAfter is how a monitor node ends once its children are gone: it
 // stays blocked for Delay, writes "137" (its container's death by
-// SIGKILL) to File, and exits.
+// SIGKILL) to File, runs its runtime's cleanup command (a child that
+// lasts Cleanup, when that is not zero) and waits for it, and exits.
 type exitAfter struct {
-	Delay time.Duration `json:"delay"`
-	File  string        `json:"file"`
+	Delay   time.Duration `json:"delay"`
+	File    string        `json:"file"`
+	Cleanup time.Duration `json:"cleanup,omitempty"`
 }
 
 // leaf is a lightweight process: the system's sleep binary, exec'd through

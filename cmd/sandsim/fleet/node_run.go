@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -158,6 +160,13 @@ func (r *nodeRun) exitAfterChildren(e *exitAfter) {
 	if err := os.WriteFile(e.File, []byte("137"), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "sandsim %s: exit file: %v\n", r.n.Role, err)
 		os.Exit(1)
+	}
+	if e.Cleanup > 0 {
+		cleanup := exec.Command("/bin/sleep", strconv.FormatFloat(e.Cleanup.Seconds(), 'f', 3, 64))
+		if err := cleanup.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "sandsim %s: cleanup: %v\n", r.n.Role, err)
+			os.Exit(1)
+		}
 	}
 	os.Exit(0)
 }

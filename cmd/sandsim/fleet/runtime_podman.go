@@ -58,7 +58,7 @@ func (b *builder) podman(bp *boxPlan) error {
 	conmon := b.node("conmon", argv...)
 	conmon.Dir, conmon.Cgroups, conmon.Setsid = userdata, conmonCg, true
 	if d := bp.m.Spec.ConmonExit; d > 0 {
-		conmon.ExitAfter = &exitAfter{Delay: d, File: filepath.Join(exits, id)}
+		conmon.ExitAfter = &exitAfter{Delay: d, File: filepath.Join(exits, id), Cleanup: bp.m.Spec.ConmonCleanup}
 	}
 	bp.root, bp.main = conmon, conmon
 	return b.runcContainer(bp, conmon, container,

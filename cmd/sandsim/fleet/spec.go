@@ -89,6 +89,10 @@ type SandboxSpec struct {
 	// into podman's exit directory and exits, as conmon does. Zero keeps
 	// conmon running after its container, as a wedged one would.
 	ConmonExit time.Duration `json:"conmon_exit,omitempty"`
+	// ConmonCleanup, with ConmonExit, is how long podman's cleanup
+	// command, which conmon runs as its child and waits for after writing
+	// the exit file, takes.
+	ConmonCleanup time.Duration `json:"conmon_cleanup,omitempty"`
 	Pause      Pause         `json:"pause,omitempty"`
 	// Bare leaves out the named workload processes (pause, app) of the
 	// container runtimes, so a bulk sandbox costs one Go process plus its
@@ -186,6 +190,9 @@ func (s Spec) Validate() error {
 		}
 		if sb.ConmonExit != 0 && (sb.Runtime != Podman || sb.Bare || sb.ConmonExit < 0) {
 			errs = append(errs, fmt.Errorf("%s: conmon_exit applies to a podman container with a workload only, and is not negative", where))
+		}
+		if sb.ConmonCleanup != 0 && (sb.ConmonExit == 0 || sb.ConmonCleanup < 0) {
+			errs = append(errs, fmt.Errorf("%s: conmon_cleanup goes with conmon_exit, and is not negative", where))
 		}
 		switch sb.Pause {
 		case NotPaused, PauseFreeze, PauseFreezerV1, PauseStop:
