@@ -93,7 +93,7 @@ type SandboxSpec struct {
 	// command, which conmon runs as its child and waits for after writing
 	// the exit file, takes.
 	ConmonCleanup time.Duration `json:"conmon_cleanup,omitempty"`
-	Pause      Pause         `json:"pause,omitempty"`
+	Pause         Pause         `json:"pause,omitempty"`
 	// Bare leaves out the named workload processes (pause, app) of the
 	// container runtimes, so a bulk sandbox costs one Go process plus its
 	// leaves.
