@@ -130,7 +130,7 @@ func (r *NetworkReader) listeners(pid int) ([]Listener, string) {
 			continue
 		}
 		if proto == "unix" {
-			err = eachUnixListener(data, func(inode, path []byte) {
+			err = eachUnixListenerOf(r.procRoot, pid, data, func(inode, path []byte) {
 				ino, _ := strconv.ParseUint(string(inode), 10, 64)
 				out = append(out, Listener{Proto: proto, Addr: string(path), Inode: ino})
 			})

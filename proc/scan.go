@@ -306,7 +306,7 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 	snap.Cgroups, snap.Freezers = s.cgroupStates(snap.Procs)
 	// The socket table is an extra; failing to read it must not cost the
 	// whole snapshot.
-	if snap.Listeners, err = s.listeners.read(s.root); err != nil {
+	if snap.Listeners, err = s.listeners.read(s.root, 0); err != nil {
 		// nil, not empty: "cannot tell" must not read as "nothing listens",
 		// which would mark every socket-supervised sandbox an orphan.
 		snap.Listeners = nil

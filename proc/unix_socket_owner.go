@@ -47,7 +47,7 @@ func ListeningUnixSockets(procRoot string, pid int) ([]string, error) {
 		return nil, fmt.Errorf("sockets of pid %d: %w", pid, err)
 	}
 	var out []string
-	err = eachUnixListener(data, func(inode, path []byte) {
+	err = eachUnixListenerOf(procRoot, pid, data, func(inode, path []byte) {
 		if slices.Contains(inodes, string(inode)) {
 			out = append(out, string(path))
 		}

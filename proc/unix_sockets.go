@@ -25,15 +25,23 @@ type listenerCache struct {
 	m         map[string]bool
 }
 
-// read reads <procRoot>/net/unix. That file shows the sockets of the
-// reader's network namespace only, so a sandbox in its own network namespace
-// keeps its listeners out of sight. A missing or unreadable file is an
-// error: the caller must not take "cannot tell" for "nothing listens".
-func (c *listenerCache) read(procRoot string) (map[string]bool, error) {
+// read reads the listening sockets of the network namespace of pid (the
+// reader's own when pid is 0) under procRoot: <procRoot>/net/unix, or
+// <procRoot>/<pid>/net/unix, tells whether they changed, and the kernel's
+// sock_diag says which they are where it answers (see unix_diag.go). That
+// file shows the sockets of one network namespace only, so a sandbox in
+// its own keeps its listeners out of the reader's sight. A missing or
+// unreadable file is an error: the caller must not take "cannot tell"
+// for "nothing listens".
+func (c *listenerCache) read(procRoot string, pid int) (map[string]bool, error) {
 	if c.buf == nil {
 		c.buf = make([]byte, 16<<10)
 	}
-	path := filepath.Join(procRoot, "net", "unix")
+	dir := procRoot
+	if pid > 0 {
+		dir = filepath.Join(procRoot, strconv.Itoa(pid))
+	}
+	path := filepath.Join(dir, "net", "unix")
 	data, err := readFileInto(path, &c.buf, maxNetUnix, false)
 	if err != nil {
 		c.m, c.last = nil, c.last[:0]
@@ -42,12 +50,29 @@ func (c *listenerCache) read(procRoot string) (map[string]bool, error) {
 	if c.m != nil && bytes.Equal(data, c.last) {
 		return c.m, nil
 	}
-	l, err := parseUnixListeners(data)
-	if err != nil {
+	l := map[string]bool{}
+	if err := eachUnixListenerOf(procRoot, pid, data, func(_, path []byte) { l[string(path)] = true }); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
 	c.m, c.last = l, append(c.last[:0], data...)
 	return l, nil
+}
+
+// eachUnixListenerOf calls fn with the inode and the path of each
+// listening unix socket of pid's network namespace (the reader's own for
+// pid 0), as the kernel's sock_diag gives them, or, where it cannot be
+// asked, as data, the namespace's /proc/net/unix, shows them.
+func eachUnixListenerOf(procRoot string, pid int, data []byte, fn func(inode, path []byte)) error {
+	ls, err := unixListenersDiag(procRoot, pid)
+	if err != nil {
+		return eachUnixListener(data, fn)
+	}
+	var ino []byte
+	for _, l := range ls {
+		ino = strconv.AppendUint(ino[:0], l.inode, 10)
+		fn(ino, l.path)
+	}
+	return nil
 }
 
 // parseUnixListeners returns the paths of listening sockets in the text of
@@ -129,5 +154,5 @@ func UnixListenersOf(procRoot string, pid int) (map[string]bool, error) {
 		procRoot = "/proc"
 	}
 	var c listenerCache
-	return c.read(filepath.Join(procRoot, strconv.Itoa(pid)))
+	return c.read(procRoot, pid)
 }

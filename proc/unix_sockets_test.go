@@ -5,7 +5,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 func TestParseUnixListeners(t *testing.T) {
@@ -87,7 +91,7 @@ func TestReadListenersLive(t *testing.T) {
 	t.Cleanup(func() { la.Close() })
 
 	var c listenerCache
-	got, err := c.read("/proc")
+	got, err := c.read("/proc", 0)
 	if err != nil {
 		t.Fatalf("read /proc/net/unix: %v", err)
 	}
@@ -96,5 +100,50 @@ func TestReadListenersLive(t *testing.T) {
 	}
 	if got[conn.LocalAddr().String()] {
 		t.Errorf("a connected socket's address %q counted as a listener", conn.LocalAddr())
+	}
+}
+
+// A process binds an abstract socket whose name holds a newline and then
+// what /proc/net/unix prints for a listener on another path: the text now
+// has a line that reads as a listener on that path, and a name with a
+// line too short for the layout fails the text's parse. The kernel's
+// sock_diag records say which sockets listen: the forged path is not one,
+// the hostile name is one, whole, and the table still reads.
+func TestListenersForgedByAName(t *testing.T) {
+	forged := "/run/sandtop-test-forged-" + strconv.Itoa(os.Getpid()) + ".sock"
+	name := "@x\n0000000000000000: 00000002 00000000 00010000 0001 01 1 " + forged
+	la, err := net.Listen("unix", name)
+	if err != nil {
+		t.Skipf("cannot listen on an abstract unix socket: %v", err)
+	}
+	t.Cleanup(func() { la.Close() })
+	short := "@y\n0000000000000000: 00000002"
+	ls, err := net.Listen("unix", short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ls.Close() })
+	if _, err := unixListenersDiag("/proc", 0); err != nil {
+		proctest.SkipMissing(t, "the kernel's sock_diag of unix sockets is not there: %v", err)
+	}
+	for _, pid := range []int{0, os.Getpid()} {
+		var c listenerCache
+		got, err := c.read("/proc", pid)
+		if err != nil {
+			t.Fatalf("pid %d: the listeners do not read with a hostile name among them: %v", pid, err)
+		}
+		if got[forged] {
+			t.Errorf("pid %d: a forged line counts %s as listened on", pid, forged)
+		}
+		if !got[name] || !got[short] {
+			t.Errorf("pid %d: the hostile names are not listeners, whole: %q", pid, slices.Collect(maps.Keys(got)))
+		}
+	}
+	socks, err := ListeningUnixSockets("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(socks, forged) || !slices.Contains(socks, name) {
+		t.Errorf("this process listens on %q", socks)
 	}
 }

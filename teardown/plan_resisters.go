@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandtop/sandtop/proc"
 )
 
 // The kernel says which processes will not act on SIGTERM: a signal set to
@@ -30,6 +32,12 @@ func (p *Plan) noteResisters(procRoot string) {
 		}
 		b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(m.PID), "status"))
 		if err != nil {
+			continue
+		}
+		// Read after the status: a process that has the member's identity
+		// now had it when its status was read (the view planned from may
+		// be a refresh old, and the pid someone else's since).
+		if now, _, err := proc.ReadIdentity(procRoot, m.PID); err != nil || now != m.Identity {
 			continue
 		}
 		ign, blk := statusMask(b, "SigIgn"), statusMask(b, "SigBlk")

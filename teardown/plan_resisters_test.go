@@ -3,12 +3,15 @@ package teardown
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandtop/sandtop/cmd/sandsim/fleet/fleettest"
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc"
 	"github.com/sandtop/sandtop/proc/proctest"
 )
 
@@ -48,5 +51,34 @@ func TestPlanNamesSIGTERMIgnorers(t *testing.T) {
 	}
 	if len(countdown) < 2 || !strings.Contains(countdown[0], fmt.Sprintf("%d sh (ignores SIGTERM)", cmd.Process.Pid)) || !strings.Contains(countdown[0], "of the grace left") {
 		t.Errorf("the grace log does not count down naming the holdouts: %q", countdown)
+	}
+}
+
+// The plan may come from a view a refresh old: a member's pid that another
+// process took since is not read as the member's, whatever that process
+// does with SIGTERM.
+func TestResistersOfAPidsNewOwner(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "trap '' TERM; exec /bin/sleep 600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reap(cmd) })
+	var id proc.Identity
+	for range 100 { // until sh has exec'd sleep, which keeps SIG_IGN
+		id = identity(t, cmd.Process.Pid)
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", id.PID)); strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		start uint64
+		want  string
+	}{{id.Start, "ignores SIGTERM"}, {id.Start - 1, ""}} {
+		p := &Plan{Members: []Member{{Identity: proc.Identity{PID: id.PID, Start: c.start}}}}
+		p.noteResisters("/proc")
+		if got := p.Members[0].Resists; got != c.want {
+			t.Errorf("member started at %d (the process at %d): resists %q, want %q", c.start, id.Start, got, c.want)
+		}
 	}
 }
