@@ -109,8 +109,14 @@ func diagSocket(pid int) (*nl.NetlinkSocket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sock_diag socket: %w", err)
 	}
+	// The kernel answers a dump at once; a scan never hangs on one that
+	// does not.
+	_ = sock.SetSendTimeout(&diagTimeout)
+	_ = sock.SetReceiveTimeout(&diagTimeout)
 	return sock, nil
 }
+
+var diagTimeout = unix.Timeval{Sec: 5}
 
 // parseUnixDiag reads the records of a unix sock_diag dump. A record the
 // kernel cut short is an error, never a listener left out.
