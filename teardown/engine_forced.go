@@ -196,14 +196,18 @@ func (r *run) letMonitorsExit(ctx context.Context) {
 		if len(left) == 0 {
 			break
 		}
-		limit := monitorExitWait
-		if cleaning := r.cleaning(left, exits); cleaning != "" {
-			limit = monitorCleanupWait
-			if !told {
+		// Once a monitor was seen running its cleanup, the longer wait
+		// stands: the cleanup ends a moment before the monitor does.
+		if !told {
+			if cleaning := r.cleaning(left, exits); cleaning != "" {
 				told = true
 				r.event(Event{Step: StepWait, Status: Skip, Detail: fmt.Sprintf("%s was empty; waiting up to %s for its runtime's monitor to finish the runtime's cleanup: %s",
 					r.p.Cgroup, monitorCleanupWait, cleaning)})
 			}
+		}
+		limit := monitorExitWait
+		if told {
+			limit = monitorCleanupWait
 		}
 		if took := time.Since(start); took >= limit || took >= monitorIdle && !r.waiting(left, exits) {
 			break
