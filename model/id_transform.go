@@ -31,14 +31,16 @@ func (t IDTransform) Apply(s string) string {
 	case UnderscoreToDash:
 		return strings.ReplaceAll(s, "_", "-")
 	case SystemdUnescape:
-		return systemdUnescape(s)
+		return unescapeHex(s)
 	}
 	return s
 }
 
-// systemdUnescape turns every "\xNN" into the byte it names and leaves
-// anything else, including a malformed escape, as it is.
-func systemdUnescape(s string) string {
+// unescapeHex turns every "\xNN" into the byte it names and leaves
+// anything else, including a malformed escape, as it is: systemd's escapes
+// in a unit's name, and the kernel log's of the unprintable bytes (and
+// the backslash) in what it quotes, such as an OOM victim's comm.
+func unescapeHex(s string) string {
 	i := strings.Index(s, `\x`)
 	if i < 0 {
 		return s

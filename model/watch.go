@@ -281,7 +281,7 @@ func (w *Watch) findVictims(kills []proc.OOMKill) {
 		var v victim
 		if last := w.last; last != nil && last.Snapshot != nil {
 			p := last.Snapshot.ByPID[k.PID]
-			if p != nil && p.Comm == k.RawComm() && !last.Snapshot.StartTime(p).After(k.Time) {
+			if p != nil && p.Comm == unescapeHex(k.Comm) && !last.Snapshot.StartTime(p).After(k.Time) {
 				if sb := last.SandboxOf(p.ID()); sb != nil {
 					v = victim{sandbox: sb.Key(), vmm: w.roles[p.ID()] == roleGuest}
 				}

@@ -34,27 +34,6 @@ type OOMKill struct {
 // than a cgroup hitting its limit.
 func (k OOMKill) Host() bool { return k.Constraint != "CONSTRAINT_MEMCG" }
 
-// RawComm is Comm as the victim's own stat gave it: the log's \xNN
-// escapes (of unprintable bytes and of the backslash) decoded.
-func (k OOMKill) RawComm() string {
-	if !strings.Contains(k.Comm, `\x`) {
-		return k.Comm
-	}
-	var b strings.Builder
-	for s := k.Comm; s != ""; {
-		if len(s) >= 4 && s[:2] == `\x` {
-			if v, err := strconv.ParseUint(s[2:4], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				s = s[4:]
-				continue
-			}
-		}
-		b.WriteByte(s[0])
-		s = s[1:]
-	}
-	return b.String()
-}
-
 // kmsgReader follows /dev/kmsg, each read one record (Documentation/ABI/
 // testing/dev-kmsg), keeping the OOM kills it has seen.
 type kmsgReader struct {
