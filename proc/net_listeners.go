@@ -121,21 +121,20 @@ func (r *NetworkReader) listeners(pid int) ([]Listener, string) {
 	var errs []string
 	dir := filepath.Join(r.procRoot, strconv.Itoa(pid), "net")
 	for _, proto := range netFiles {
-		data, err := readFileInto(filepath.Join(dir, proto), &r.buf, maxNetTable, false)
-		if err != nil {
-			// A kernel without IPv6 has no tcp6 nor udp6.
-			if proto != "tcp6" && proto != "udp6" {
-				errs = append(errs, fmt.Sprintf("%s: %v", proto, err))
-			}
-			continue
-		}
+		text := func() ([]byte, error) { return readFileInto(filepath.Join(dir, proto), &r.buf, maxNetTable, false) }
+		var err error
 		if proto == "unix" {
-			err = eachUnixListenerOf(r.procRoot, pid, data, func(inode, path []byte) {
+			err = eachUnixListenerOf(r.procRoot, pid, text, func(inode, path []byte) {
 				ino, _ := strconv.ParseUint(string(inode), 10, 64)
 				out = append(out, Listener{Proto: proto, Addr: string(path), Inode: ino})
 			})
 		} else {
-			out, err = appendIPListeners(out, proto, data)
+			var data []byte
+			if data, err = text(); err == nil {
+				out, err = appendIPListeners(out, proto, data)
+			} else if proto == "tcp6" || proto == "udp6" {
+				continue // a kernel without IPv6 has no tcp6 nor udp6
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", proto, err))

@@ -42,18 +42,15 @@ func ListeningUnixSockets(procRoot string, pid int) ([]string, error) {
 	if len(inodes) == 0 {
 		return nil, nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "net", "unix"))
-	if err != nil {
-		return nil, fmt.Errorf("sockets of pid %d: %w", pid, err)
-	}
 	var out []string
-	err = eachUnixListenerOf(procRoot, pid, data, func(inode, path []byte) {
+	text := func() ([]byte, error) { return os.ReadFile(filepath.Join(dir, "net", "unix")) }
+	err = eachUnixListenerOf(procRoot, pid, text, func(inode, path []byte) {
 		if slices.Contains(inodes, string(inode)) {
 			out = append(out, string(path))
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("parse %s/net/unix: %w", dir, err)
+		return nil, fmt.Errorf("unix sockets of pid %d: %w", pid, err)
 	}
 	return out, nil
 }

@@ -51,7 +51,8 @@ func (c *listenerCache) read(procRoot string, pid int) (map[string]bool, error) 
 		return c.m, nil
 	}
 	l := map[string]bool{}
-	if err := eachUnixListenerOf(procRoot, pid, data, func(_, path []byte) { l[string(path)] = true }); err != nil {
+	text := func() ([]byte, error) { return data, nil }
+	if err := eachUnixListenerOf(procRoot, pid, text, func(_, path []byte) { l[string(path)] = true }); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
 	c.m, c.last = l, append(c.last[:0], data...)
@@ -61,10 +62,14 @@ func (c *listenerCache) read(procRoot string, pid int) (map[string]bool, error) 
 // eachUnixListenerOf calls fn with the inode and the path of each
 // listening unix socket of pid's network namespace (the reader's own for
 // pid 0), as the kernel's sock_diag gives them, or, where it cannot be
-// asked, as data, the namespace's /proc/net/unix, shows them.
-func eachUnixListenerOf(procRoot string, pid int, data []byte, fn func(inode, path []byte)) error {
+// asked, as text, which reads the namespace's /proc/net/unix, shows them.
+func eachUnixListenerOf(procRoot string, pid int, text func() ([]byte, error), fn func(inode, path []byte)) error {
 	ls, err := unixListenersDiag(procRoot, pid)
 	if err != nil {
+		data, err := text()
+		if err != nil {
+			return err
+		}
 		return eachUnixListener(data, fn)
 	}
 	var ino []byte
