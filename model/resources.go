@@ -218,6 +218,9 @@ type ResourceNeeds struct {
 	// Open is the sandboxes whose processes are listed (expanded rows).
 	Open map[string]bool
 	Full map[string]bool
+	// CPUOrder says the rows are in order of CPU use: every member's CPU
+	// time must be of now (no stat carried, SettledAside).
+	CPUOrder bool
 	// Network asks for every sandbox's network namespaces and listeners
 	// (`list --json`); the sandboxes in Full get theirs anyway.
 	Network bool

@@ -1,5 +1,7 @@
 package model
 
+import "github.com/sandtop/sandtop/proc"
+
 // SettledCgroups names the dedicated v2 cgroups of the sandboxes of v
 // nothing of whose processes a front end shows (see proc.ScanHints):
 // those outside n.Shown, not expanded (n.Open) and not in the detail pane
@@ -33,6 +35,46 @@ func SettledCgroups(v *View, n ResourceNeeds, last map[string]bool) map[string]b
 		if settled(sb) {
 			out[sb.Cgroup] = true
 		}
+	}
+	return out
+}
+
+// SettledAside names the members of the sandboxes whose cgroups settled
+// holds (SettledCgroups) that are in no settled cgroup themselves: the
+// shims and monitors beside a container's cgroup, whose stat a scan may
+// then carry (see proc.ScanHints.Aside). Nil while the rows are in order
+// of CPU use (n.CPUOrder), which a carried CPU time would hold back. last
+// is returned again when the answer is the same, as by SettledCgroups.
+func SettledAside(v *View, settled map[string]bool, n ResourceNeeds, last map[proc.Identity]bool) map[proc.Identity]bool {
+	if v == nil || len(settled) == 0 || n.CPUOrder {
+		return nil
+	}
+	aside := func(yield func(proc.Identity) bool) {
+		for _, sb := range v.Sandboxes {
+			if !settled[sb.Cgroup] {
+				continue
+			}
+			for _, m := range sb.Members {
+				if !settled[m.Cgroup] && !yield(m.ID()) {
+					return
+				}
+			}
+		}
+	}
+	count, same := 0, last != nil
+	for id := range aside {
+		count++
+		same = same && last[id]
+	}
+	if count == 0 {
+		return nil
+	}
+	if same && count == len(last) {
+		return last
+	}
+	out := make(map[proc.Identity]bool, count)
+	for id := range aside {
+		out[id] = true
 	}
 	return out
 }

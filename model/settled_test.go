@@ -47,3 +47,30 @@ func TestSettledCgroups(t *testing.T) {
 		t.Errorf("on screen after off screen: settled %v", got)
 	}
 }
+
+// TestSettledAside: of a settled sandbox, the members outside its settled
+// cgroup (conmon beside the container) are aside, its cgroup's are not;
+// nothing is while CPU orders the rows, or when nothing is settled.
+func TestSettledAside(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cgroup := "/libpod_parent/libpod-" + id
+	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"))
+	worker := modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup))
+	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Unix(1_800_000_000, 0), ClockTicks: 100}, conmon, worker)
+	v := Build(snap, Effective(nil, true), nil)
+	offScreen := ResourceNeeds{Shown: map[string]bool{}}
+	settled := SettledCgroups(v, offScreen, nil)
+	got := SettledAside(v, settled, offScreen, nil)
+	if !got[conmon.ID()] || got[worker.ID()] || len(got) != 1 {
+		t.Fatalf("aside %v, want conmon (%v) alone", got, conmon.ID())
+	}
+	if again := SettledAside(v, settled, offScreen, got); reflect.ValueOf(again).Pointer() != reflect.ValueOf(got).Pointer() {
+		t.Error("the same answer twice is a new map")
+	}
+	if got := SettledAside(v, settled, ResourceNeeds{Shown: map[string]bool{}, CPUOrder: true}, nil); got != nil {
+		t.Errorf("in order of CPU: aside %v", got)
+	}
+	if got := SettledAside(v, nil, offScreen, nil); got != nil {
+		t.Errorf("nothing settled: aside %v", got)
+	}
+}

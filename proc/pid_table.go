@@ -86,6 +86,11 @@ type pidSlot struct {
 	// settled, see ScanHints): the next scan that does not settle it reads
 	// it, whatever its round.
 	stale bool
+	// pidfd watches the exit of a process aside (pid_aside.go), or is -1;
+	// exited says this scan's poll found it readable, aside that the
+	// scan was asked to carry the stat.
+	pidfd         int
+	exited, aside bool
 }
 
 // reuse is what a scan may do with a process's last stat.
@@ -99,6 +104,9 @@ const (
 	reuseQuiet
 	// reuseSettled: its cgroup did not run and is settled; reuse it.
 	reuseSettled
+	// reuseAside: it is aside (pid_aside.go); carry it but one scan in
+	// reuseRounds.
+	reuseAside
 )
 
 // statRead is one process as the stat pass found it.
@@ -156,6 +164,11 @@ type pidTable struct {
 	// holds the results of the reads.
 	bufs      []*statBuf
 	resultBuf []readResult
+	// polls and polled are the exit poll's buffers (pollExits); carried
+	// the pids whose stat the last scan carried (see reuseAside).
+	polls   []unix.PollFd
+	polled  []int
+	carried []int
 }
 
 // statBuf is what one goroutine reads stat files with: the file's bytes,
@@ -223,7 +236,7 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 			t.release(&old[i]) // exited: close its descriptor at once
 			i++
 		}
-		slot := pidSlot{pid: pid, fd: -1}
+		slot := pidSlot{pid: pid, fd: -1, pidfd: -1}
 		if i < len(old) && old[i].pid == pid {
 			slot = old[i]
 			i++
@@ -241,6 +254,7 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	found = slices.Grow(found, len(t.slots))[:first+len(t.slots)]
 	reads := found[first:]
 	reused := 0
+	t.pollExits()
 	for k := range t.slots {
 		sl := &t.slots[k]
 		reads[k] = statRead{}
@@ -252,8 +266,18 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 		if quiet != nil && sl.have {
 			q = quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st)
 		}
+		switch {
+		case q == reuseAside && (sl.pidfd < 0 || sl.exited):
+			// Read now: it exited, or it is watched from now on (the read
+			// proves the new pidfd is its own; see pid_aside.go).
+			t.watchExit(sl)
+			q = reuseNone
+		case q != reuseAside:
+			t.unwatchExit(sl)
+		}
+		sl.aside = q == reuseAside
 		due := (uint(sl.pid)+t.scans)%reuseRounds == 0
-		sl.reuse = q == reuseSettled || (q == reuseQuiet && !due && !sl.stale)
+		sl.reuse = q == reuseSettled || ((q == reuseQuiet || q == reuseAside) && !due && !sl.stale)
 		sl.stale = sl.reuse && (due || sl.stale)
 		if sl.reuse {
 			reused++
@@ -267,6 +291,12 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	if reused > 0 {
 		n.stat += t.checkParents(reads, results)
 	}
+	t.carried = t.carried[:0]
+	for k := range t.slots {
+		if sl := &t.slots[k]; sl.reuse && sl.aside {
+			t.carried = append(t.carried, sl.pid)
+		}
+	}
 
 	// Settle: retry what ran out of descriptors, drop what failed.
 	kept := t.slots[:0]
@@ -274,12 +304,16 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 		slot, r := t.slots[k], &reads[k]
 		if results[k] == readNoFDs {
 			t.shed()
+			slot = t.slots[k] // as shed left it
 			results[k] = t.read(&slot, &r.st, t.bufs[0])
 		}
 		if results[k] != readOK {
 			t.release(&slot)
 			r.gone = true
 			continue
+		}
+		if slot.start != r.st.start {
+			t.unwatchExit(&slot) // not the process it was opened on
 		}
 		slot.start, slot.comm, slot.have = r.st.start, r.st.comm, true
 		if !slot.reuse {
@@ -471,8 +505,9 @@ func (t *pidTable) shed() {
 	}
 }
 
-// release closes the slot's held descriptor, if any.
+// release closes the slot's held descriptors, if any.
 func (t *pidTable) release(slot *pidSlot) {
+	t.unwatchExit(slot)
 	if slot.fd < 0 {
 		return
 	}

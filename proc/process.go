@@ -5,6 +5,7 @@ package proc
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -141,6 +142,10 @@ type Snapshot struct {
 	Settled map[string]bool
 	// PartlyUnreadable counts processes with Partial set.
 	PartlyUnreadable int
+	// Carried lists, ascending, the pids whose stat is the one an earlier
+	// scan read (ScanHints.Aside): their CPU time, memory and state may be
+	// older than the snapshot.
+	Carried []int
 	// Host is the machine's load, memory and CPU time; nil when the procfs
 	// has no such files (a fixture tree) or they could not be read.
 	Host *Host
@@ -167,6 +172,13 @@ func (s *Snapshot) StartTime(p *Process) time.Time {
 		return s.BootTime
 	}
 	return s.BootTime.Add(time.Duration(p.Start) * time.Second / time.Duration(s.ClockTicks))
+}
+
+// IsCarried reports whether the snapshot carried the process's stat from
+// an earlier scan (see Carried).
+func (s *Snapshot) IsCarried(p *Process) bool {
+	_, ok := slices.BinarySearch(s.Carried, p.PID)
+	return ok
 }
 
 // CPUSeconds is a process's utime+stime in seconds.

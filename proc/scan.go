@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -236,6 +237,12 @@ type ScanHints struct {
 	// still those of now: they change only when the process runs, which
 	// the cgroup's usage shows, or, for the parent, are checked anyway.
 	Settled map[string]bool
+	// Aside names processes none of whose own figures are shown that are
+	// in no settled cgroup (a collapsed, off-screen container's shim):
+	// while one sleeps, its stat is carried from the scan before but one
+	// scan in reuseRounds, and its exit is watched (see pid_aside.go). The
+	// snapshot names the pids it carried (Snapshot.Carried).
+	Aside map[Identity]bool
 }
 
 // ScanWith is Scan with hints. Only the scan they are given to is
@@ -248,7 +255,7 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 	s.reads = readCounts{}
 
 	now := time.Now()
-	kthreadd, err := s.readStats(h.Settled)
+	kthreadd, err := s.readStats(h)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +280,7 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 		ByPID:      make(map[int]*Process, live),
 		Mounts:     s.mounts,
 		Settled:    h.Settled,
+		Carried:    slices.Clone(s.pids.carried),
 	}
 	// Three small files, read with every scan so the screen never reads.
 	snap.Host, _ = ReadHost(func(name string) ([]byte, error) {
@@ -317,7 +325,7 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 // readStats lists the pid directories and reads each one's stat: the only
 // per-process read a steady refresh does. It fills s.found, sorted by pid,
 // and reports whether pid 2 is kthreadd (see isKthreadd).
-func (s *Scanner) readStats(settled map[string]bool) (kthreadd bool, err error) {
+func (s *Scanner) readStats(h ScanHints) (kthreadd bool, err error) {
 	// A process whose stat may be reused: its cgroup did not run, and it
 	// is still in it (see cgroup_cpu.go). One that left has its cached
 	// cgroup dropped with the rest of its entry, to be read again. The
@@ -326,8 +334,8 @@ func (s *Scanner) readStats(settled map[string]bool) (kthreadd bool, err error) 
 	var quiet func(Identity, *pidStat) reuse
 	s.moved = s.moved[:0]
 	q := s.cpu.start()
-	s.cpu.settle(settled)
-	if len(q) > 0 && s.pids.births.path != "" {
+	s.cpu.settle(h.Settled)
+	if (len(q) > 0 || len(h.Aside) > 0) && s.pids.births.path != "" {
 		quiet = func(id Identity, last *pidStat) reuse {
 			e := s.cache.entries[id]
 			if e == nil || e.proc.Zombie() {
@@ -335,6 +343,10 @@ func (s *Scanner) readStats(settled map[string]bool) (kthreadd bool, err error) 
 			}
 			f, ok := q[e.proc.Cgroup]
 			if !ok {
+				if h.Aside[id] && e.proc.State == 'S' {
+					*last = statOf(e.proc, e.startCode, s.pageSize)
+					return reuseAside
+				}
 				return reuseNone
 			}
 			if !f.holds(id.PID) {

@@ -24,8 +24,12 @@ type cpuSampler struct {
 	prevTime    time.Time
 	prev, spare []cpuTicks
 	// pct holds only the rates above zero: most processes of a big host are
-	// idle, and of reads a missing identity as 0 anyway.
-	pct map[proc.Identity]float64
+	// idle, and of reads a missing identity as 0 anyway. prevPct is the
+	// last refresh's, which a carried stat keeps (see update); the two
+	// are swapped each refresh.
+	pct, prevPct map[proc.Identity]float64
+	// base is the first snapshot's time, from which cpuTicks.at counts.
+	base time.Time
 	// valid is set once an interval has been measured.
 	valid bool
 	// host is the whole machine's busy share over the last interval (of
@@ -35,13 +39,19 @@ type cpuSampler struct {
 	hostPrev  *proc.CPUTimes
 }
 
+// cpuTicks is a process's CPU time as last read, at the time since the
+// sampler's base that it was read.
 type cpuTicks struct {
 	id    proc.Identity
 	ticks uint64
+	at    time.Duration
 }
 
 // update takes a new snapshot and recomputes every rate. The first
-// snapshot has nothing to compare with: every rate is unknown.
+// snapshot has nothing to compare with: every rate is unknown. A process
+// whose stat the snapshot carried from an earlier scan (Snapshot.Carried)
+// keeps the rate it had, and its next read measures the whole time since
+// the read before: its carried ticks are not a second without CPU.
 func (c *cpuSampler) update(snap *proc.Snapshot) {
 	if !c.prevTime.IsZero() && !snap.Time.After(c.prevTime) {
 		return // the same scan again: no interval to measure
@@ -56,39 +66,59 @@ func (c *cpuSampler) update(snap *proc.Snapshot) {
 	} else {
 		c.hostPrev = nil
 	}
+	if c.base.IsZero() {
+		c.base = snap.Time
+	}
+	now := snap.Time.Sub(c.base)
 	cur := c.spare[:0]
 	for _, p := range snap.Procs {
-		cur = append(cur, cpuTicks{p.ID(), p.CPUTicks})
+		cur = append(cur, cpuTicks{p.ID(), p.CPUTicks, now})
 	}
 	if !slices.IsSortedFunc(cur, byPID) {
 		slices.SortFunc(cur, byPID)
 	}
-	dt := snap.Time.Sub(c.prevTime).Seconds()
-	c.valid = !c.prevTime.IsZero() && snap.ClockTicks > 0 && dt > 0
+	c.valid = !c.prevTime.IsZero() && snap.ClockTicks > 0 && now > c.prev0()
+	c.pct, c.prevPct = c.prevPct, c.pct
 	if c.pct == nil {
 		c.pct = map[proc.Identity]float64{}
 	}
 	clear(c.pct)
 	if c.valid {
-		j := 0
-		for _, now := range cur {
-			for j < len(c.prev) && c.prev[j].id.PID < now.id.PID {
+		j, carried := 0, snap.Carried
+		for i := range cur {
+			e := &cur[i]
+			for j < len(c.prev) && c.prev[j].id.PID < e.id.PID {
 				j++
 			}
 			// An identity not seen last time was born since: all of its
 			// ticks fall inside the interval.
-			var before uint64
-			if j < len(c.prev) && c.prev[j].id == now.id {
-				before = c.prev[j].ticks
+			var before cpuTicks
+			if j < len(c.prev) && c.prev[j].id == e.id {
+				before = c.prev[j]
+			} else {
+				before.at = c.prev0()
 			}
-			if now.ticks <= before {
+			for len(carried) > 0 && carried[0] < e.id.PID {
+				carried = carried[1:]
+			}
+			if len(carried) > 0 && carried[0] == e.id.PID && before.id == e.id {
+				*e = before
+				if r := c.prevPct[e.id]; r > 0 {
+					c.pct[e.id] = r
+				}
+				continue
+			}
+			if e.ticks <= before.ticks || e.at <= before.at {
 				continue // idle (or a count that went back): 0%
 			}
-			c.pct[now.id] = float64(now.ticks-before) / float64(snap.ClockTicks) / dt * 100
+			c.pct[e.id] = float64(e.ticks-before.ticks) / float64(snap.ClockTicks) / (e.at - before.at).Seconds() * 100
 		}
 	}
 	c.prevTime, c.prev, c.spare = snap.Time, cur, c.prev
 }
+
+// prev0 is the time of the last refresh, since the base.
+func (c *cpuSampler) prev0() time.Duration { return c.prevTime.Sub(c.base) }
 
 func byPID(a, b cpuTicks) int { return cmp.Compare(a.id.PID, b.id.PID) }
 

@@ -34,6 +34,10 @@ func (m *Model) resourceNeeds() model.ResourceNeeds {
 		n.Figures |= proc.HavePressureCPU | proc.HavePressureMemory | proc.HavePressureIO
 	case sortMem:
 		// Every member's memory orders the rows.
+	case sortCPU:
+		n.CPUOrder = true
+		n.Shown = m.table.nearKeys()
+		n.Open = maps.Clone(m.expanded)
 	default:
 		n.Shown = m.table.nearKeys()
 		n.Open = maps.Clone(m.expanded)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sandtop/sandtop/model"
@@ -81,8 +82,17 @@ func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
 	if n := last(); len(n.Open) != len(m.view.Sandboxes) {
 		t.Errorf("every sandbox expanded: asks as if %d of %d were", len(n.Open), len(m.view.Sandboxes))
 	}
+	for m.table.sort != sortCPU {
+		settle(m, keys("s")...)
+	}
+	if n := last(); !n.CPUOrder || n.Shown == nil {
+		t.Errorf("sorted by CPU: asks for %+v, want the rows nearby and every CPU time of now", n)
+	}
 	for m.table.sort != sortIO {
 		settle(m, keys("s")...)
+	}
+	if n := last(); n.CPUOrder {
+		t.Errorf("sorted by IO: asks for every CPU time of now")
 	}
 	if n := last(); n.Shown != nil {
 		t.Errorf("sorted by IO: asks for the figures of %d sandboxes only, want every one's", len(n.Shown))
@@ -110,5 +120,35 @@ func TestScreenReadsFiguresOfRowsNearby(t *testing.T) {
 		if r.io() != pending || r.pressure() != pending || !r.st.rssPending {
 			t.Errorf("%s, IO, pressure and its members' memory not read: cells %q and %q, memory pending %v; want %q", r.sb.ID, r.io(), r.pressure(), r.st.rssPending, pending)
 		}
+	}
+}
+
+// TestCarriedMemberMemoryIsPending: a member whose stat the scan carried
+// from an earlier one (a shim aside) shows that its memory is coming, not
+// the memory it had then.
+func TestCarriedMemberMemoryIsPending(t *testing.T) {
+	v := model.NewBuilder(testRules).Build(snapshot(0, fleetProcs()...), nil)
+	var p *proc.Process
+	for _, sb := range v.Sandboxes {
+		if len(sb.Members) > 0 {
+			p = sb.Members[0].Process
+			break
+		}
+	}
+	if p == nil {
+		t.Fatal("the fleet has no member")
+	}
+	col := column{id: colMem, w: 8}
+	cellOf := func() string {
+		var b strings.Builder
+		(&table{}).processCell(&b, &highlights{}, col, &row{kind: rowMember, p: p}, &rowCtx{view: v})
+		return strings.TrimSpace(b.String())
+	}
+	if got := cellOf(); got == pending {
+		t.Fatalf("pid %d read by this scan: memory %q", p.PID, got)
+	}
+	v.Snapshot.Carried = []int{p.PID}
+	if got := cellOf(); got != pending {
+		t.Errorf("pid %d carried: memory %q, want %q", p.PID, got, pending)
 	}
 }

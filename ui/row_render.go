@@ -178,7 +178,7 @@ func (t *table) processCell(b *strings.Builder, hl *highlights, col column, r *r
 		hl.cpu(b, c.cpu.of(p), c.cpu)
 	case colMem:
 		mem := format.Bytes(p.RSS)
-		if c.view.Snapshot.Settled[p.Cgroup] {
+		if c.view.Snapshot.Settled[p.Cgroup] || c.view.Snapshot.IsCarried(p) {
 			mem = pending
 		}
 		cell(b, mem, col.w, true)

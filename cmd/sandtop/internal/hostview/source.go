@@ -29,8 +29,9 @@ type Source struct {
 	lo   *Finder
 	w    *Watcher
 	prev *model.View
-	// settled is what the last scan was told to settle.
+	// settled and aside are what the last scan was told to settle.
 	settled map[string]bool
+	aside   map[proc.Identity]bool
 	// afterScan runs after every scan, under the Source's lock: the
 	// screen's heap tuning.
 	afterScan func()
@@ -55,8 +56,10 @@ func (s *Source) Scan() (*model.View, error) {
 	defer s.mu.Unlock()
 	// What the last view's front end shows nothing of needs no reading
 	// for the sake of its processes' own figures (see proc.ScanHints).
-	s.settled = model.SettledCgroups(s.prev, s.w.Needs(), s.settled)
-	snap, err := s.sc.ScanWith(proc.ScanHints{Settled: s.settled})
+	needs := s.w.Needs()
+	s.settled = model.SettledCgroups(s.prev, needs, s.settled)
+	s.aside = model.SettledAside(s.prev, s.settled, needs, s.aside)
+	snap, err := s.sc.ScanWith(proc.ScanHints{Settled: s.settled, Aside: s.aside})
 	if s.afterScan != nil {
 		defer s.afterScan()
 	}
