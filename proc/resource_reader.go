@@ -32,11 +32,15 @@ type ResourceReader struct {
 	// knows of which cgroups ran (Scanner.CgroupQuiet).
 	usage func(v2 string) (uint64, bool)
 	quiet func(v2 string) (uint64, bool)
-	// reads counts the files read, for tests.
-	reads int
-	// held is the descriptors of the cgroups the last Read read.
-	held map[CgroupKey]*heldCgroup
-	gen  uint64
+	// reads counts the files read, and parentReads the parents'
+	// cgroup.subtree_control read, for tests.
+	reads, parentReads int
+	// held is the descriptors of the cgroups the last Read read; parents
+	// those of their parents it needed, by directory
+	// (resource_controllers.go).
+	held    map[CgroupKey]*heldCgroup
+	parents map[string]*heldParent
+	gen     uint64
 }
 
 // NewResourceReader reads under procRoot ("" for /proc) and the cgroup
@@ -49,7 +53,7 @@ func NewResourceReader(procRoot string, m Mounts) *ResourceReader {
 		kmsg = "/dev/kmsg"
 	}
 	return &ResourceReader{procRoot: procRoot, mounts: m, buf: make([]byte, 4096), kmsg: newKmsgReader(kmsg),
-		held: map[CgroupKey]*heldCgroup{}}
+		held: map[CgroupKey]*heldCgroup{}, parents: map[string]*heldParent{}}
 }
 
 // NewResourceReader reads the host s scans, holding the descriptors of
@@ -79,6 +83,7 @@ func (r *ResourceReader) Close() {
 	for k, h := range r.held {
 		r.drop(k, h)
 	}
+	r.closeParents(true)
 }
 
 // CgroupWant is a cgroup to read and the figures wanted of it.
@@ -112,6 +117,7 @@ func (r *ResourceReader) Read(snap *Snapshot, wants []CgroupWant, pids []int) {
 			r.drop(k, h)
 		}
 	}
+	r.closeParents(false)
 	for _, pid := range pids {
 		p := snap.ByPID[pid]
 		if p == nil || p.State != 'D' {
@@ -208,6 +214,7 @@ func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
 		}
 		f.parse(data, &res)
 	}
+	r.keepParent(h)
 	h.closeUnused(r)
 	h.last, h.scan = res, scan
 	return res
@@ -250,17 +257,22 @@ const (
 	noFile = nFiles
 )
 
-// resFiles' names, and the v1 controller each is in ("" for v2).
-var fileNames = [nFiles]struct{ name, v1 string }{
-	v2CPUStat: {"cpu.stat", ""}, v2MemoryCurrent: {"memory.current", ""}, v2MemoryPeak: {"memory.peak", ""},
-	v2MemoryMax: {"memory.max", ""}, v2MemoryEvents: {"memory.events", ""}, v2CPUMax: {"cpu.max", ""},
-	v2PIDsCurrent: {"pids.current", ""}, v2PIDsMax: {"pids.max", ""}, v2IOStat: {"io.stat", ""},
-	v2CPUPressure: {"cpu.pressure", ""}, v2MemoryPressure: {"memory.pressure", ""}, v2IOPressure: {"io.pressure", ""},
-	v1MemoryUsage: {"memory.usage_in_bytes", "memory"}, v1MemoryMaxUsage: {"memory.max_usage_in_bytes", "memory"},
-	v1MemoryLimit: {"memory.limit_in_bytes", "memory"}, v1OOMControl: {"memory.oom_control", "memory"},
-	v1CPUAcctUsage: {"cpuacct.usage", "cpuacct"}, v1CFSQuota: {"cpu.cfs_quota_us", "cpu"}, v1CFSPeriod: {"cpu.cfs_period_us", "cpu"},
-	v1PIDsCurrent: {"pids.current", "pids"}, v1PIDsMax: {"pids.max", "pids"},
-	v1Blkio: {"blkio.throttle.io_service_bytes_recursive", "blkio"},
+// resFiles' names, the v1 controller each is in ("" for v2), and the v2
+// controller a v2 file is an interface file of (none for the core files,
+// cpu.stat and the pressure files: see resource_controllers.go).
+var fileNames = [nFiles]struct {
+	name, v1 string
+	ctl      controller
+}{
+	v2CPUStat: {"cpu.stat", "", 0}, v2MemoryCurrent: {"memory.current", "", ctlMemory}, v2MemoryPeak: {"memory.peak", "", ctlMemory},
+	v2MemoryMax: {"memory.max", "", ctlMemory}, v2MemoryEvents: {"memory.events", "", ctlMemory}, v2CPUMax: {"cpu.max", "", ctlCPU},
+	v2PIDsCurrent: {"pids.current", "", ctlPIDs}, v2PIDsMax: {"pids.max", "", ctlPIDs}, v2IOStat: {"io.stat", "", ctlIO},
+	v2CPUPressure: {"cpu.pressure", "", 0}, v2MemoryPressure: {"memory.pressure", "", 0}, v2IOPressure: {"io.pressure", "", 0},
+	v1MemoryUsage: {"memory.usage_in_bytes", "memory", 0}, v1MemoryMaxUsage: {"memory.max_usage_in_bytes", "memory", 0},
+	v1MemoryLimit: {"memory.limit_in_bytes", "memory", 0}, v1OOMControl: {"memory.oom_control", "memory", 0},
+	v1CPUAcctUsage: {"cpuacct.usage", "cpuacct", 0}, v1CFSQuota: {"cpu.cfs_quota_us", "cpu", 0}, v1CFSPeriod: {"cpu.cfs_period_us", "cpu", 0},
+	v1PIDsCurrent: {"pids.current", "pids", 0}, v1PIDsMax: {"pids.max", "pids", 0},
+	v1Blkio: {"blkio.throttle.io_service_bytes_recursive", "blkio", 0},
 }
 
 // figureFile is where one figure is read from: v2's file first, in the
@@ -360,16 +372,24 @@ var figureFiles = []figureFile{
 // again: like the scanner's state files (cgroup_files.go), each is held
 // open and read with pread at offset 0, a seq_file's regeneration. A
 // file found missing (a controller the hierarchy does not have) is tried
-// again only one Read in reuseRounds.
+// again only one Read in reuseRounds, and a v2 controller's file only
+// while the cgroup's parent enables the controller
+// (resource_controllers.go).
 
 // heldCgroup is one cgroup's files: their directories and descriptors.
 type heldCgroup struct {
 	dirs [nFiles]string
-	fd   [nFiles]int
-	// used marks the files this Read read; missing those found absent.
-	used, missing uint32
-	gen           uint64
-	round         uint
+	// parent is the directory of the v2 cgroup's parent ("" when none
+	// is seen), and par its held cgroup.subtree_control while h needs
+	// it (see keepParent).
+	parent string
+	par    *heldParent
+	fd     [nFiles]int
+	// used marks the files this Read read, asked those it was asked
+	// for; missing those found absent.
+	used, asked, missing uint32
+	gen                  uint64
+	round                uint
 	// last is what the last Read found, after the start of scan number
 	// scan (0: no scanner says).
 	last CgroupResources
@@ -384,6 +404,7 @@ func (r *ResourceReader) newHeld(k CgroupKey) *heldCgroup {
 	if k.V2 != "" && k.V2 != "/" {
 		v2 = r.mounts.V2Dir(k.V2)
 	}
+	h.parent = r.parentDir(v2)
 	v1 := r.mounts.V1
 	mount := map[string]string{"memory": v1.Memory, "cpu": v1.CPU, "cpuacct": v1.CPUAcct, "pids": v1.PIDs, "blkio": v1.Blkio}
 	for i := range h.fd {
@@ -402,7 +423,15 @@ func (r *ResourceReader) newHeld(k CgroupKey) *heldCgroup {
 // file reads one file of h; nil when it is missing or unreadable.
 func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
 	bit := uint32(1) << f
-	if h.dirs[f] == "" || h.missing&bit != 0 && h.round%reuseRounds != 0 {
+	if h.dirs[f] == "" {
+		return nil
+	}
+	h.asked |= bit
+	if h.missing&bit != 0 && h.round%reuseRounds != 0 {
+		return nil
+	}
+	if h.fd[f] < 0 && !r.mayExist(h, f) {
+		h.missing |= bit
 		return nil
 	}
 	h.used |= bit
@@ -457,12 +486,15 @@ func (h *heldCgroup) closeUnused(r *ResourceReader) {
 			r.closeFile(h, f)
 		}
 	}
-	h.used = 0
+	h.used, h.asked = 0, 0
 }
 
 func (r *ResourceReader) drop(k CgroupKey, h *heldCgroup) {
 	for f := range nFiles {
 		r.closeFile(h, f)
+	}
+	if h.par != nil {
+		h.par.users--
 	}
 	delete(r.held, k)
 }
