@@ -75,8 +75,10 @@ func TestResourceReaderFixture(t *testing.T) {
 	write("memory/v1box/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
 	write("pids/v1box/pids.current", "2\n")
 	write("pids/v1box/pids.max", "max\n")
+	write("cpu/v1box/cpu.cfs_quota_us", "50000\n")
+	write("cpu/v1box/cpu.cfs_period_us", "100000\n")
 
-	m := Mounts{Unified: filepath.Join(root, "unified"), UnifiedRoot: "/", V1: V1Mounts{Memory: filepath.Join(root, "memory"), PIDs: filepath.Join(root, "pids")}}
+	m := Mounts{Unified: filepath.Join(root, "unified"), UnifiedRoot: "/", V1: V1Mounts{Memory: filepath.Join(root, "memory"), PIDs: filepath.Join(root, "pids"), CPU: filepath.Join(root, "cpu")}}
 	rr := NewResourceReader(t.TempDir(), m)
 	defer rr.Close()
 	snap := &Snapshot{Time: time.Now()}
@@ -94,7 +96,7 @@ func TestResourceReaderFixture(t *testing.T) {
 		t.Errorf("v2 = %+v\nwant %+v", got, want)
 	}
 	got = snap.Resources[v1]
-	want = CgroupResources{Asked: AllFigures, Have: HaveMemory | HaveMemoryPeak | HaveOOM | HavePIDs, MemoryBytes: 4096, MemoryPeak: 8192, OOMKills: 3, PIDs: 2}
+	want = CgroupResources{Asked: AllFigures, Have: HaveMemory | HaveMemoryPeak | HaveOOM | HavePIDs | HaveCPULimit, MemoryBytes: 4096, MemoryPeak: 8192, OOMKills: 3, PIDs: 2, CPULimitCores: 0.5}
 	if got == nil || *got != want {
 		t.Errorf("v1 = %+v\nwant %+v", got, want)
 	}

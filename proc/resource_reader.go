@@ -200,12 +200,13 @@ func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
 			continue
 		}
 		if f.second != noFile {
-			// v1's cpu.cfs_period_us goes with its quota.
+			// v1's cpu.cfs_period_us goes with its quota. Both are read
+			// into the one buffer: the quota is parsed first.
+			q, okq := parseSingle(data)
 			second := r.file(h, f.second)
 			if second == nil {
 				continue
 			}
-			q, okq := parseSingle(data)
 			p, okp := parseSingle(second)
 			if okq && okp && p > 0 {
 				res.CPULimitCores, res.Have = float64(q)/float64(p), res.Have|HaveCPULimit
