@@ -144,6 +144,9 @@ type Leftovers struct {
 	// a refresh loop asks about the same cgroups every time, and each
 	// answer costs a regexp match per cgroup rule.
 	cgroups map[string]cgroupAnswer
+	// lastRecorded holds the sandboxes the last Record met, by position
+	// (see Record); spareRecorded is the other buffer.
+	lastRecorded, spareRecorded []*Sandbox
 	// keyBuf and keysBuf are Record's scratch space.
 	keyBuf  []byte
 	keysBuf []string
@@ -172,21 +175,34 @@ func NewLeftovers(rules Rules) *Leftovers {
 
 // Record remembers the captures and supervisor sockets of v's sandboxes.
 // The live screen records every view it shows, and almost every sandbox
-// in one was recorded before: those cost a map lookup, no allocation.
+// in one is the very *Sandbox the last view held at the same position
+// (the Builder shares those none of whose members changed): what Record
+// learns of a sandbox only grows and a Sandbox is never written, so
+// such a sandbox taught it everything already. The namespace of its
+// runtime and ID is set again all the same: the last sandbox with that
+// runtime and ID decides it.
 func (f *Leftovers) Record(v *View) {
-	for _, sb := range v.Sandboxes {
+	last := f.lastRecorded
+	next := grown(f.spareRecorded, len(v.Sandboxes))
+	for i, sb := range v.Sandboxes {
 		if len(sb.Members) == 0 {
 			continue
 		}
-		f.alive[sb.Key()] = true
 		if sb.Namespace != "" {
 			f.namespaces[runtimeID{sb.Runtime, sb.ID}] = sb.Namespace
 		}
+		next[i] = sb
+		if i < len(last) && last[i] == sb {
+			continue
+		}
+		f.alive[sb.Key()] = true
 		f.record(sb, sb.Rule)
 		for _, r := range sb.rules {
 			f.record(sb, r)
 		}
 	}
+	clear(last)
+	f.lastRecorded, f.spareRecorded = next, last
 }
 
 // record remembers sb's captures and socket for rule r.

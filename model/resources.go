@@ -99,15 +99,12 @@ const (
 	noteAll    = "every process but the runtime's own"
 )
 
-// resourcesOf works out a sandbox's figures; role says which members are
-// the runtime's (see Watch.role).
-func resourcesOf(sb *Sandbox, snap *proc.Snapshot, role func(*Sandbox, *Member) role) Resources {
+// resourcesOf works out a sandbox's figures from its members and cg, its
+// dedicated cgroup's figures in snap (cgroupFigures); role says which
+// members are the runtime's (see Watch.role).
+func resourcesOf(sb *Sandbox, snap *proc.Snapshot, cg *proc.CgroupResources, role func(*Sandbox, *Member) role) Resources {
 	var r Resources
 	dedicated := sb.Cgroup != "" || sb.Freezer != ""
-	var cg *proc.CgroupResources
-	if dedicated {
-		cg = snap.Resources[proc.CgroupKey{V2: sb.Cgroup, V1: sb.Freezer}]
-	}
 	var threadsWork, threadsOver uint64
 	// inside is the runtime's processes that live in the dedicated
 	// cgroup (a gofer beside its Sentry): the cgroup's figures count them

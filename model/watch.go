@@ -50,6 +50,12 @@ type Watch struct {
 	// host does not grow three maps afresh.
 	seenD, seenRole map[proc.Identity]bool
 	seenKey         map[proc.CgroupKey]bool
+	// from is what the last Apply worked each sandbox's resources out
+	// from, by position, and lastTicks its snapshot's clock ticks: a
+	// sandbox none of whose inputs changed keeps the resources last holds
+	// for it (see lastResources). spare is the other buffer.
+	from, spare []workedFrom
+	lastTicks   uint64
 }
 
 type oomBase struct {
@@ -150,11 +156,19 @@ func (w *Watch) Apply(v *View) *View {
 		}
 		return r
 	}
+	from := grown(w.spare, len(v.Sandboxes))
 	for i, sb := range v.Sandboxes {
 		if len(sb.Members) == 0 {
 			continue
 		}
-		out.resources[i] = resourcesOf(sb, snap, role)
+		cg := cgroupFigures(sb, snap)
+		if r, ok := w.lastResources(i, sb, snap, cg); ok {
+			out.resources[i] = r
+			keepRoles(sb, seenRole)
+		} else {
+			out.resources[i] = resourcesOf(sb, snap, cg, role)
+		}
+		from[i] = workedFrom{sb: sb, cg: cg}
 		t := w.judge(sb, snap, &out.resources[i], seenD, seenKey)
 		if t == nil {
 			continue
@@ -191,6 +205,8 @@ func (w *Watch) Apply(v *View) *View {
 			delete(w.oomBase, k)
 		}
 	}
+	clear(w.from)
+	w.from, w.spare, w.lastTicks = from, w.from, snap.ClockTicks
 	w.last = &out
 	return &out
 }
