@@ -85,17 +85,7 @@ func BenchmarkWatchApply(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var w Watch
 			w.Apply(v)
-			b.ReportAllocs()
-			stop := benchfleet.CPUTimer(b)
-			i := 0
-			for b.Loop() {
-				in := v
-				if i++; i%2 == 1 {
-					in = tc.other
-				}
-				w.Apply(in)
-			}
-			stop()
+			alternate(b, v, tc.other, func(in *View) { w.Apply(in) })
 		})
 	}
 }
@@ -116,17 +106,23 @@ func BenchmarkLeftoverRecord(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			lo := NewLeftovers(benchRules)
 			lo.Record(v)
-			b.ReportAllocs()
-			stop := benchfleet.CPUTimer(b)
-			i := 0
-			for b.Loop() {
-				in := v
-				if i++; i%2 == 1 {
-					in = tc.other
-				}
-				lo.Record(in)
-			}
-			stop()
+			alternate(b, v, tc.other, lo.Record)
 		})
 	}
+}
+
+// alternate times refresh over views that alternate between v and other,
+// in CPU time.
+func alternate(b *testing.B, v, other *View, refresh func(*View)) {
+	b.ReportAllocs()
+	stop := benchfleet.CPUTimer(b)
+	i := 0
+	for b.Loop() {
+		in := v
+		if i++; i%2 == 1 {
+			in = other
+		}
+		refresh(in)
+	}
+	stop()
 }

@@ -9,17 +9,24 @@ import (
 	"github.com/sandtop/sandtop/proc"
 )
 
+const podmanID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// podmanBesideConmon is the view of a podman container: its worker in its
+// dedicated cgroup (returned), conmon beside it.
+func podmanBesideConmon() (v *View, cgroup string, conmon, worker *proc.Process) {
+	cgroup = "/libpod_parent/libpod-" + podmanID
+	conmon = modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+podmanID+" -u "+podmanID, modeltest.Cgroup("/libpod_parent/conmon"))
+	worker = modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup))
+	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Unix(1_800_000_000, 0), ClockTicks: 100}, conmon, worker)
+	return Build(snap, Effective(nil, true), nil), cgroup, conmon, worker
+}
+
 // TestSettledCgroups: a sandbox's dedicated cgroup is settled only when a
 // front end says what it shows and shows nothing of the sandbox's
 // processes: off screen, collapsed, not in the detail pane.
 func TestSettledCgroups(t *testing.T) {
-	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	cgroup := "/libpod_parent/libpod-" + id
-	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"))
-	worker := modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup))
-	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Unix(1_800_000_000, 0), ClockTicks: 100}, conmon, worker)
-	v := Build(snap, Effective(nil, true), nil)
-	sb := v.Sandbox("podman:" + id)
+	v, cgroup, _, _ := podmanBesideConmon()
+	sb := v.Sandbox("podman:" + podmanID)
 	if sb == nil || sb.Cgroup != cgroup {
 		t.Fatalf("no podman sandbox with the dedicated cgroup %s: %+v", cgroup, sb)
 	}
@@ -52,12 +59,7 @@ func TestSettledCgroups(t *testing.T) {
 // cgroup (conmon beside the container) are aside, its cgroup's are not;
 // nothing is while CPU orders the rows, or when nothing is settled.
 func TestSettledAside(t *testing.T) {
-	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	cgroup := "/libpod_parent/libpod-" + id
-	conmon := modeltest.Proc(50, 1, "/usr/bin/conmon --api-version 1 -c "+id+" -u "+id, modeltest.Cgroup("/libpod_parent/conmon"))
-	worker := modeltest.Proc(60, 50, "/bin/worker", modeltest.Cgroup(cgroup))
-	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Unix(1_800_000_000, 0), ClockTicks: 100}, conmon, worker)
-	v := Build(snap, Effective(nil, true), nil)
+	v, _, conmon, worker := podmanBesideConmon()
 	offScreen := ResourceNeeds{Shown: map[string]bool{}}
 	settled := SettledCgroups(v, offScreen, nil)
 	got := SettledAside(v, settled, offScreen, nil)
