@@ -77,7 +77,7 @@ func (c *cpuSampler) update(snap *proc.Snapshot) {
 	if !slices.IsSortedFunc(cur, byPID) {
 		slices.SortFunc(cur, byPID)
 	}
-	c.valid = !c.prevTime.IsZero() && snap.ClockTicks > 0 && now > c.prev0()
+	c.valid = !c.prevTime.IsZero() && snap.ClockTicks > 0 && now > c.lastAt()
 	c.pct, c.prevPct = c.prevPct, c.pct
 	if c.pct == nil {
 		c.pct = map[proc.Identity]float64{}
@@ -96,7 +96,7 @@ func (c *cpuSampler) update(snap *proc.Snapshot) {
 			if j < len(c.prev) && c.prev[j].id == e.id {
 				before = c.prev[j]
 			} else {
-				before.at = c.prev0()
+				before.at = c.lastAt()
 			}
 			for len(carried) > 0 && carried[0] < e.id.PID {
 				carried = carried[1:]
@@ -117,8 +117,8 @@ func (c *cpuSampler) update(snap *proc.Snapshot) {
 	c.prevTime, c.prev, c.spare = snap.Time, cur, c.prev
 }
 
-// prev0 is the time of the last refresh, since the base.
-func (c *cpuSampler) prev0() time.Duration { return c.prevTime.Sub(c.base) }
+// lastAt is the time of the last refresh, since the base.
+func (c *cpuSampler) lastAt() time.Duration { return c.prevTime.Sub(c.base) }
 
 func byPID(a, b cpuTicks) int { return cmp.Compare(a.id.PID, b.id.PID) }
 
