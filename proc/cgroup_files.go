@@ -48,6 +48,17 @@ func (b *fdBudget) take() bool {
 	return true
 }
 
+// close closes the held descriptor *fd, if any (-1: none), and gives it
+// back to the budget.
+func (b *fdBudget) close(fd *int) {
+	if *fd < 0 {
+		return
+	}
+	closeFD(*fd)
+	*fd = -1
+	b.held.Add(-1)
+}
+
 // cgroupFiles holds the state-file descriptors of the cgroups of one kind
 // (v2 or v1 freezer) and the state map of the last snapshot.
 type cgroupFiles struct {

@@ -54,14 +54,7 @@ func (t *pidTable) watchExit(sl *pidSlot) bool {
 }
 
 // unwatchExit closes the slot's pidfd, if any.
-func (t *pidTable) unwatchExit(sl *pidSlot) {
-	if sl.pidfd < 0 {
-		return
-	}
-	closeFD(sl.pidfd)
-	sl.pidfd = -1
-	t.fds.held.Add(-1)
-}
+func (t *pidTable) unwatchExit(sl *pidSlot) { t.fds.close(&sl.pidfd) }
 
 // pollExits sets exited on every slot with a pidfd whose process has
 // exited (or that the poll could not answer for), and clears it on the

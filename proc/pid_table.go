@@ -508,12 +508,7 @@ func (t *pidTable) shed() {
 // release closes the slot's held descriptors, if any.
 func (t *pidTable) release(slot *pidSlot) {
 	t.unwatchExit(slot)
-	if slot.fd < 0 {
-		return
-	}
-	closeFD(slot.fd)
-	slot.fd = -1
-	t.fds.held.Add(-1)
+	t.fds.close(&slot.fd)
 }
 
 // close releases every held descriptor.

@@ -2,8 +2,6 @@ package proc
 
 import (
 	"bytes"
-	"errors"
-	"io/fs"
 	"path/filepath"
 )
 
@@ -134,42 +132,13 @@ func (r *ResourceReader) keepParent(h *heldCgroup) {
 func (r *ResourceReader) readParent(dir string, p *heldParent) {
 	p.gen = r.gen
 	r.parentReads++
-	if p.fd >= 0 {
-		n, err := preadOnce(p.fd, r.buf)
-		if err == nil && n < len(r.buf) {
-			p.on, p.known = parseControllers(r.buf[:n]), true
-			return
-		}
-		// Removed, and perhaps made again under the name: opened afresh.
-		r.closeParent(p)
-	}
-	path := filepath.Join(dir, "cgroup.subtree_control")
-	if r.fds != nil && r.fds.take() {
-		fd, err := openCgroup2(path)
-		if err == nil {
-			if n, err := preadOnce(fd, r.buf); err == nil && n < len(r.buf) {
-				p.fd, p.on, p.known = fd, parseControllers(r.buf[:n]), true
-				return
-			}
-			closeFD(fd)
-		}
-		r.fds.held.Add(-1)
-		if errors.Is(err, fs.ErrNotExist) {
-			p.known = false
-			return
-		}
-	}
-	data, err := readFileInto(path, &r.buf, 4096, true)
+	data, err := r.readHeld(&p.fd, filepath.Join(dir, "cgroup.subtree_control"), false)
 	p.on, p.known = parseControllers(data), err == nil
 }
 
-func (r *ResourceReader) closeParent(p *heldParent) {
-	if p.fd >= 0 {
-		closeFD(p.fd)
-		p.fd = -1
-		r.fds.held.Add(-1)
-	}
-}
+// closeParent closes the parent's descriptor; a reader without a budget
+// holds none (fdBudget.close returns before it would use one).
+func (r *ResourceReader) closeParent(p *heldParent) { r.fds.close(&p.fd) }
 
 // closeParents closes the parents no held cgroup refers to (all of them,
 // with all).

@@ -437,32 +437,7 @@ func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
 	}
 	h.used |= bit
 	r.reads++
-	if fd := h.fd[f]; fd >= 0 {
-		n, err := preadOnce(fd, r.buf)
-		if err == nil && n < len(r.buf) {
-			return r.buf[:n]
-		}
-		// A removed cgroup's file fails (ENODEV); a longer one than the
-		// buffer is read whole below.
-		r.closeFile(h, f)
-	}
-	path := filepath.Join(h.dirs[f], fileNames[f].name)
-	if r.fds != nil && r.fds.take() {
-		fd, err := openOnCgroupfs(path, true)
-		if err == nil {
-			if n, err := preadOnce(fd, r.buf); err == nil && n < len(r.buf) {
-				h.fd[f], h.missing = fd, h.missing&^bit
-				return r.buf[:n]
-			}
-			closeFD(fd)
-		}
-		r.fds.held.Add(-1)
-		if errors.Is(err, fs.ErrNotExist) {
-			h.missing |= bit
-			return nil
-		}
-	}
-	data, err := readFileInto(path, &r.buf, 1<<20, false)
+	data, err := r.readHeld(&h.fd[f], filepath.Join(h.dirs[f], fileNames[f].name), true)
 	if err != nil {
 		h.missing |= bit
 		return nil
@@ -471,13 +446,37 @@ func (r *ResourceReader) file(h *heldCgroup, f resFile) []byte {
 	return data
 }
 
-func (r *ResourceReader) closeFile(h *heldCgroup, f resFile) {
-	if h.fd[f] >= 0 {
-		closeFD(h.fd[f])
-		h.fd[f] = -1
-		r.fds.held.Add(-1)
+// readHeld reads the cgroupfs file at path (v2, or either with v1)
+// through the descriptor *fd holds (-1: none), opening one and holding it
+// when the budget has room, and otherwise with open/read/close.
+func (r *ResourceReader) readHeld(fd *int, path string, v1 bool) ([]byte, error) {
+	if *fd >= 0 {
+		n, err := preadOnce(*fd, r.buf)
+		if err == nil && n < len(r.buf) {
+			return r.buf[:n], nil
+		}
+		// A removed cgroup's file fails (ENODEV); a longer one than the
+		// buffer is read whole below.
+		r.fds.close(fd)
 	}
+	if r.fds != nil && r.fds.take() {
+		nfd, err := openOnCgroupfs(path, v1)
+		if err == nil {
+			if n, err := preadOnce(nfd, r.buf); err == nil && n < len(r.buf) {
+				*fd = nfd
+				return r.buf[:n], nil
+			}
+			closeFD(nfd)
+		}
+		r.fds.held.Add(-1)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return readFileInto(path, &r.buf, 1<<20, false)
 }
+
+func (r *ResourceReader) closeFile(h *heldCgroup, f resFile) { r.fds.close(&h.fd[f]) }
 
 // closeUnused closes the files this Read did not need, and starts the
 // next Read's count.
