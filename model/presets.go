@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"syscall"
 )
 
 // Presets returns the built-in rules, most specific first: rules on a
@@ -311,7 +312,14 @@ var presets = sync.OnceValue(func() Rules {
 			// its argv rewritten, in /lxc.monitor.<name>: it notices the
 			// container's death and cleans up, so it is the supervisor.
 			Supervisor: Supervisor{Ancestor: re(`^\[lxc monitor\] `)},
-			Doc:        "LXC container (lxc-start -n <name>): the container in the cgroup lxc.payload.<name>, lxc-start's monitor in lxc.monitor.<name> with argv \"[lxc monitor] <lxcpath> <name>\", the container's init its child; named by the container name: lxc/lxc src/lxc/cgroups/cgfsng.c (payload and monitor cgroup names), src/lxc/lxccontainer.c (do_lxcapi_start, which sets the title \"[lxc monitor] %s %s\"); seen in the Debian 12 test host with lxc 5.0.2 (busybox template), running and frozen (lxc-freeze)",
+			// The container's init is a system init: busybox's reboots on
+			// SIGTERM (the busybox template says lxc.signal.reboot =
+			// SIGTERM), and the monitor starts a rebooted container again.
+			// SIGPWR is LXC's default halt signal, which busybox's init
+			// and systemd's (sigpwr-container-shutdown.service) take as
+			// "halt".
+			HaltSignal: syscall.SIGPWR,
+			Doc:        "LXC container (lxc-start -n <name>): the container in the cgroup lxc.payload.<name>, lxc-start's monitor in lxc.monitor.<name> with argv \"[lxc monitor] <lxcpath> <name>\", the container's init its child, halted with SIGPWR as lxc-stop does; named by the container name: lxc/lxc src/lxc/cgroups/cgfsng.c (payload and monitor cgroup names), src/lxc/lxccontainer.c (do_lxcapi_start, which sets the title \"[lxc monitor] %s %s\"; do_lxcapi_shutdown, halt signal SIGPWR unless lxc.signal.halt says otherwise), src/lxc/start.c (an init killed by SIGHUP, a reboot, is started again), templates/lxc-busybox.in (lxc.signal.reboot = SIGTERM); mirror/busybox init/init.c (SIGTERM reboots, SIGPWR halts); seen in the Debian 12 test host with lxc 5.0.2 (busybox template), running and frozen (lxc-freeze)",
 		},
 		{
 			Name:               "runc",

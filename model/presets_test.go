@@ -650,6 +650,8 @@ func ruleDiff(a, b *Rule) string {
 	cmp("id_transform", string(a.IDTransform), string(b.IDTransform))
 	cmp("process_group", fmt.Sprint(a.ProcessGroup), fmt.Sprint(b.ProcessGroup))
 	cmp("guest", fmt.Sprint(a.Guest), fmt.Sprint(b.Guest))
+	cmp("exits_after_workload", fmt.Sprint(a.ExitsAfterWorkload), fmt.Sprint(b.ExitsAfterWorkload))
+	cmp("halt_signal", fmt.Sprint(int(a.HaltSignal)), fmt.Sprint(int(b.HaltSignal)))
 	cmp("supervisor.ancestor", reString(a.Supervisor.Ancestor), reString(b.Supervisor.Ancestor))
 	cmp("supervisor.socket_flag", a.Supervisor.SocketFlag, b.Supervisor.SocketFlag)
 	cmp("cleanup", strings.Join(a.Cleanup, " "), strings.Join(b.Cleanup, " "))

@@ -2,6 +2,7 @@ package model
 
 import (
 	"regexp"
+	"syscall"
 )
 
 // Rule says how one runtime's processes are recognised and where the
@@ -66,6 +67,14 @@ type Rule struct {
 	// idle once its workload is gone is taken to be waiting to be told (a
 	// containerd shim) and is killed.
 	ExitsAfterWorkload bool
+	// HaltSignal is the signal the runtime asks its container's init to
+	// halt with (LXC's lxc.signal.halt). A teardown sends it, in place of
+	// SIGTERM, to the member that is the init of the sandbox's pid
+	// namespace: a system init takes SIGTERM to mean reboot (busybox) or
+	// re-exec (systemd), and a runtime restarts a container whose init
+	// rebooted, so SIGTERM would bring the sandbox back after the kill
+	// said it was gone. 0 for SIGTERM.
+	HaltSignal syscall.Signal
 	// Supervisor tells how to find the process that owns the sandbox; a
 	// sandbox whose rule names a supervisor that cannot be found is an orphan.
 	Supervisor Supervisor

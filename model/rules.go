@@ -65,7 +65,7 @@ func (e *RuleError) Unwrap() error { return e.Err }
 func RuleKeys() []string { return slices.Clone(ruleKeys) }
 
 var ruleKeys = []string{"name", "exe", "comm", "argv", "exclude_argv", "flag", "cgroup", "own_cgroup", "cwd",
-	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "guest", "exits_after_workload", "supervisor", "cleanup", "leftovers", "reconcile", "inspect"}
+	"namespace_flag", "nested_pid_namespace", "id_transform", "process_group", "guest", "exits_after_workload", "halt_signal", "supervisor", "cleanup", "leftovers", "reconcile", "inspect"}
 
 // ParseRules parses a rules file of [[rule]] tables. It reports every
 // problem it finds, each as a *RuleError on its own line naming the file,
@@ -229,6 +229,14 @@ func (p *parser) rule(i int, raw map[string]any) *Rule {
 			r.Guest = boolean(raw, key, fail)
 		case "exits_after_workload":
 			r.ExitsAfterWorkload = boolean(raw, key, fail)
+		case "halt_signal":
+			if v, ok := str(raw, key, fail); ok {
+				sig, err := ParseHaltSignal(v)
+				if err != nil {
+					fail(key, err)
+				}
+				r.HaltSignal = sig
+			}
 		case "reconcile":
 			r.Reconcile = strs(raw, key, fail)
 		case "inspect":

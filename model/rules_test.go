@@ -82,6 +82,7 @@ func TestParseRulesErrors(t *testing.T) {
 			`bad_type.toml:7: rule "types": key "id_transform": unknown transform "upper" (known: "underscore-to-dash", "systemd-unescape")`,
 			`bad_type.toml:8: rule "types": key "cwd": empty regex: it would match anything`,
 			`bad_type.toml:9: rule "types": key "supervisor.ancestor": empty regex: it would match anything`,
+			`bad_type.toml:10: rule "types": key "halt_signal": "SIGNOPE" is not a signal (SIGPWR, SIGUSR1, SIGRTMIN+3, …)`,
 		}},
 		{"top_level.toml", []string{
 			`top_level.toml:1: key "version": unknown key: a rules file holds only [[rule]] tables`,
@@ -142,6 +143,9 @@ func TestParseRulesValid(t *testing.T) {
 	}
 	if pods.IDTransform != UnderscoreToDash {
 		t.Errorf("id_transform %q", pods.IDTransform)
+	}
+	if pods.HaltSignal != 37 || vm0.HaltSignal != 0 {
+		t.Errorf("halt_signal %d, %d; want SIGRTMIN+3 (37), none", pods.HaltSignal, vm0.HaltSignal)
 	}
 }
 

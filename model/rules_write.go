@@ -26,6 +26,7 @@ type ruleTOML struct {
 	ProcessGroup       bool            `toml:"process_group,omitempty"`
 	Guest              bool            `toml:"guest,omitempty"`
 	ExitsAfterWorkload bool            `toml:"exits_after_workload,omitempty"`
+	HaltSignal         string          `toml:"halt_signal,omitempty"`
 	Cleanup            []string        `toml:"cleanup,omitempty"`
 	Leftovers          []string        `toml:"leftovers,omitempty"`
 	Reconcile          []string        `toml:"reconcile,omitempty"`
@@ -67,6 +68,9 @@ func (r *Rule) toTOML() ruleTOML {
 		Leftovers:          r.Leftovers,
 		Reconcile:          r.Reconcile,
 		Inspect:            r.Inspect,
+	}
+	if r.HaltSignal != 0 {
+		t.HaltSignal = SignalName(r.HaltSignal)
 	}
 	if !r.Supervisor.IsZero() {
 		t.Supervisor = &supervisorTOML{

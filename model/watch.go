@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/sandtop/sandtop/proc"
@@ -420,6 +421,28 @@ func (sb *Sandbox) recognising(m *Member) *Rule {
 func (sb *Sandbox) ExitsAfterWorkload(m *Member) bool {
 	r := sb.recognising(m)
 	return r != nil && r.ExitsAfterWorkload
+}
+
+// HaltSignal is the signal a teardown halts m with in place of SIGTERM
+// (see Rule.HaltSignal), 0 for SIGTERM: set when a rule of the sandbox
+// names one and m is the init of a pid namespace (pid 1 in the innermost
+// of its NSpid) at the top of the sandbox's tree. An init below another
+// member is one the sandbox made for itself, and its runtime restarts
+// nothing.
+func (sb *Sandbox) HaltSignal(m *Member) syscall.Signal {
+	if m.Parent != nil || len(m.NSpid) < 2 || m.NSpid[len(m.NSpid)-1] != 1 {
+		return 0
+	}
+	rules := sb.rules
+	if len(rules) == 0 && sb.Rule != nil {
+		rules = []*Rule{sb.Rule}
+	}
+	for _, r := range rules {
+		if r.HaltSignal != 0 {
+			return r.HaltSignal
+		}
+	}
+	return 0
 }
 
 // cgroupName is the sandbox's dedicated cgroup as an operator knows it.

@@ -7,6 +7,7 @@
 package teardown
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -341,21 +342,22 @@ func (r *run) signal(step Step, p *Pinned, sig unix.Signal, quiet bool) {
 		return // EPERM once is EPERM for every signal: reported already
 	}
 	err := p.Signal(sig)
+	name := model.SignalName(sig)
 	switch {
 	case err == nil:
-		switch sig {
-		case unix.SIGKILL:
+		switch {
+		case sig == unix.SIGKILL:
 			r.killed[p.ID] = true
-		case unix.SIGTERM:
+		case step == StepTerm && sig != unix.SIGCONT:
 			r.termed[p.ID] = true
 		}
 		if !quiet {
-			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: unix.SignalName(sig), Status: OK})
+			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: name, Status: OK})
 		}
 	case errors.Is(err, ErrGone):
 		r.dead[p.ID] = true
 		if !quiet {
-			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: unix.SignalName(sig), Status: Skip, Error: "ESRCH", Detail: "already exited"})
+			r.event(Event{Step: step, PID: p.ID.PID, Comm: p.Comm, Signal: name, Status: Skip, Error: "ESRCH", Detail: "already exited"})
 		}
 	default:
 		// Report a process's failure with a signal once: the stop walk and
@@ -364,16 +366,17 @@ func (r *run) signal(step Step, p *Pinned, sig unix.Signal, quiet bool) {
 			return
 		}
 		_, human := Describe(err)
-		r.reasons[p.ID] = unix.SignalName(sig) + " failed: " + human
+		r.reasons[p.ID] = name + " failed: " + human
 		r.failedSig[p.ID] = sig
 		r.denied[p.ID] = errors.Is(err, unix.EPERM)
-		r.fail(step, p.ID.PID, p.Comm, unix.SignalName(sig), err)
+		r.fail(step, p.ID.PID, p.Comm, name, err)
 	}
 }
 
 // graceful thaws a frozen target, sends SIGTERM leaf first (each followed
 // by SIGCONT, because a stopped process keeps SIGTERM pending until it is
-// continued), and waits up to the grace for everything to exit.
+// continued; a member with a halt signal gets that instead), and waits up
+// to the grace for everything to exit.
 func (r *run) graceful(ctx context.Context) {
 	if r.p.FrozenV2 {
 		r.step(StepThaw, "thawed "+r.p.Cgroup+" (a frozen task cannot act on SIGTERM)", Thaw(r.p.CgroupDir))
@@ -382,9 +385,15 @@ func (r *run) graceful(ctx context.Context) {
 		r.step(StepThaw, "thawed v1 freezer "+r.p.Freezer+" (a frozen task cannot act on SIGTERM)", ThawV1(r.p.FreezerDir))
 	}
 	r.thawOwned("a frozen task cannot act on SIGTERM")
+	halt := map[proc.Identity]unix.Signal{}
+	for _, m := range r.p.Members {
+		if m.Halt != 0 {
+			halt[m.Identity] = m.Halt
+		}
+	}
 	termed := r.live()
 	for _, p := range termed {
-		r.signal(StepTerm, p, unix.SIGTERM, false)
+		r.signal(StepTerm, p, cmp.Or(halt[p.ID], unix.SIGTERM), false)
 		r.signal(StepTerm, p, unix.SIGCONT, true)
 	}
 	waitStart := r.e.now()

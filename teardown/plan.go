@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
@@ -106,6 +108,10 @@ type Member struct {
 	// as a monitor that exits by itself once the workload has, after
 	// recording the exit for its runtime (model.Rule.ExitsAfterWorkload).
 	ExitsAfterWorkload bool
+	// Halt is the signal the graceful phase sends in place of SIGTERM:
+	// the runtime's halt signal, for the init of the sandbox's pid
+	// namespace (model.Sandbox.HaltSignal); 0 for SIGTERM.
+	Halt unix.Signal
 }
 
 func member(m *model.Member) Member {
@@ -178,6 +184,7 @@ func PlanSandbox(v *model.View, sb *model.Sandbox, o PlanOptions) (*Plan, error)
 	for i := len(sb.Members) - 1; i >= 0; i-- {
 		m := member(sb.Members[i])
 		m.ExitsAfterWorkload = sb.ExitsAfterWorkload(sb.Members[i])
+		m.Halt = sb.HaltSignal(sb.Members[i])
 		p.Members = append(p.Members, m)
 	}
 	p.scope = newSuspectScope(v, sb)
@@ -383,7 +390,13 @@ func (p *Plan) Strategy() string {
 	if p.Grace == 0 {
 		return "immediate SIGKILL"
 	}
-	return fmt.Sprintf("graceful: SIGTERM, %s grace, then SIGKILL", p.Grace)
+	term := "SIGTERM"
+	for _, m := range p.Members {
+		if m.Halt != 0 {
+			term += fmt.Sprintf(" (pid %d, its init: %s, %s's halt signal)", m.PID, model.SignalName(m.Halt), p.Runtime)
+		}
+	}
+	return fmt.Sprintf("graceful: %s, %s grace, then SIGKILL", term, p.Grace)
 }
 
 // LeftoverOnly reports whether the plan is of a sandbox with no process

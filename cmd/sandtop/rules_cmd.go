@@ -50,6 +50,11 @@ matcher captured it, or the value of flag.
   exits_after_workload  true: the matched process is a monitor that exits
                 by itself after recording its workload's exit (podman's
                 conmon): a kill lets it finish before stopping it
+  halt_signal   the signal a kill sends, in place of SIGTERM, to the
+                init at the top of the sandbox (pid 1 of its pid
+                namespace): the runtime's halt signal, "SIGPWR" for LXC,
+                "SIGRTMIN+3" for a systemd init; a system init may take
+                SIGTERM as "reboot", and its runtime start it again
   supervisor    { ancestor = 'regex on an ancestor's argv' } (16 levels up)
                 or { socket_flag = "-address" } (alive while it listens);
                 a sandbox whose supervisor is gone is an orphan
