@@ -321,6 +321,7 @@ func (m *Model) apply(msg viewMsg) {
 	m.cpu.update(msg.view.Snapshot)
 	m.io.update(msg.view)
 	m.sum = summarize(msg.view)
+	m.panel.comebacks(msg.view)
 	m.pruneTags()
 	m.rebuild()
 }

@@ -214,7 +214,7 @@ func runBatchCmd(r *runs, k Killer, b *batch) tea.Cmd {
 				defer func() { <-slots; wg.Done() }()
 				o := k.Run(ctx, p, func(ev teardown.Event) { send(teardownEventMsg{batch: b.id, ev: ev}) })
 				r.ended(p.Target, o.Totals)
-				send(teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: o.Totals, audit: o.Audit, auditErr: o.AuditErr})
+				send(teardownPlanDoneMsg{batch: b.id, target: p.Target, totals: o.Totals, audit: o.Audit, auditErr: o.AuditErr, comeback: comebackOf(p, o.Totals)})
 			}()
 		}
 		wg.Wait()

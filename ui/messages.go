@@ -42,6 +42,8 @@ type teardownPlanDoneMsg struct {
 	totals   teardown.Totals
 	auditErr error
 	audit    string
+	// comeback is what the log then watches for (see comeback).
+	comeback *comeback
 }
 
 // teardownBatchDoneMsg says every plan of a batch finished.

@@ -33,6 +33,10 @@ type teardownPanel struct {
 	// batch sums up the teardowns since the log was opened, for the line
 	// that ends it and the status line after it is closed.
 	batch batchSum
+	// watched are the sandboxes torn down since the log was opened that
+	// have not come back (see comeback); cameBack counts those that did.
+	watched  []*comeback
+	cameBack int
 }
 
 // batchSum is what a log's teardowns came to.
@@ -74,13 +78,17 @@ func (p *teardownPanel) begin(plans []*teardown.Plan) tea.Cmd {
 }
 
 func (p *teardownPanel) event(ev teardown.Event) {
-	tag := p.styles.Step(ev.Status)
-	padW := 7 - len(ev.Status) - 2
-	line := tag + strings.Repeat(" ", max(padW, 1)) + format.Printable(short(ev.Sandbox)) + "  " + format.Printable(ev.Text())
 	if ev.Status == teardown.Fail {
 		p.failed++
 	}
-	p.add(line)
+	p.add(p.logLine(ev.Status, ev.Sandbox, format.Printable(ev.Text())))
+}
+
+// logLine is one line of the log: the status tag, the target cut short,
+// and text, which the caller has made printable (and styled).
+func (p *teardownPanel) logLine(st teardown.Status, target, text string) string {
+	padW := 7 - len(st) - 2
+	return p.styles.Step(st) + strings.Repeat(" ", max(padW, 1)) + format.Printable(short(target)) + "  " + text
 }
 
 func (p *teardownPanel) planDone(m teardownPlanDoneMsg) {
@@ -91,6 +99,9 @@ func (p *teardownPanel) planDone(m teardownPlanDoneMsg) {
 	p.batch.survivors += len(t.Survivors)
 	p.batch.failed += t.Failed
 	p.batch.took += t.Elapsed
+	if m.comeback != nil {
+		p.watched = append(p.watched, m.comeback)
+	}
 	switch {
 	case m.audit == "":
 		p.add(p.styles.Warning.Render("  audit: no audit log configured"))
@@ -151,6 +162,7 @@ func (p *teardownPanel) close() bool {
 		return false
 	}
 	p.open, p.focused, p.lines, p.failed, p.batch = false, false, nil, 0, batchSum{}
+	p.watched, p.cameBack = nil, 0
 	p.vp.SetContent("")
 	return true
 }
@@ -195,6 +207,9 @@ func (p *teardownPanel) view() string {
 		title = "teardown finished, " + format.Count(p.failed, "failed step", "failed steps")
 	default:
 		title = "teardown finished"
+	}
+	if p.cameBack > 0 {
+		title += fmt.Sprintf(", %d came back", p.cameBack)
 	}
 	if !p.focused {
 		title += p.styles.Status.Render("  (tab: focus)")
