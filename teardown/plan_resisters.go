@@ -2,6 +2,7 @@ package teardown
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,21 +10,25 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandtop/sandtop/model"
 	"github.com/sandtop/sandtop/proc"
 )
 
 // The kernel says which processes will not act on SIGTERM: a signal set to
-// SIG_IGN is in SigIgn, a blocked one in SigBlk (/proc/PID/status,
-// proc(5); both hex masks, bit n-1 for signal n). The plan names them, so
-// the operator knows before confirming who will be SIGKILLed after the
-// grace, and the grace log names them while it waits.
+// SIG_IGN is in SigIgn, a blocked one in SigBlk, a handled one in SigCgt
+// (/proc/PID/status, proc(5); hex masks, bit n-1 for signal n). The init
+// of a pid namespace gets from outside it only the signals it handles
+// (and SIGKILL): the kernel drops the rest (pid_namespaces(7)), so an
+// application run as a container's pid 1 with no SIGTERM handler never
+// sees SIGTERM. The plan names them all, so the operator knows before
+// confirming who will be SIGKILLed after the grace, and the grace log
+// names them while it waits. A member with a halt signal is judged by
+// that signal, which it gets instead of SIGTERM.
 
-// termBit is SIGTERM's bit in SigIgn and SigBlk.
-const termBit = uint64(1) << (unix.SIGTERM - 1)
-
-// noteResisters reads, for each live member, whether it ignores or blocks
-// SIGTERM, from procRoot. It does I/O: planners that must not (a view
-// being drawn) leave PlanOptions.ProcRoot empty and skip it.
+// noteResisters reads, for each live member, whether it ignores, blocks
+// or never receives the signal the graceful phase sends it, from
+// procRoot. It does I/O: planners that must not (a view being drawn)
+// leave PlanOptions.ProcRoot empty and skip it.
 func (p *Plan) noteResisters(procRoot string) {
 	for i := range p.Members {
 		m := &p.Members[i]
@@ -40,14 +45,32 @@ func (p *Plan) noteResisters(procRoot string) {
 		if now, _, err := proc.ReadIdentity(procRoot, m.PID); err != nil || now != m.Identity {
 			continue
 		}
-		ign, blk := statusMask(b, "SigIgn"), statusMask(b, "SigBlk")
+		sig := cmp.Or(m.Halt, unix.SIGTERM)
+		bit, name := uint64(1)<<(sig-1), model.SignalName(sig)
 		switch {
-		case ign&termBit != 0:
-			m.Resists = "ignores SIGTERM"
-		case blk&termBit != 0:
-			m.Resists = "blocks SIGTERM"
+		case statusMask(b, "SigIgn")&bit != 0:
+			m.Resists = "ignores " + name
+		case statusMask(b, "SigBlk")&bit != 0:
+			m.Resists = "blocks " + name
+		case statusMask(b, "SigCgt")&bit == 0 && namespaceInit(b):
+			m.Resists = "gets no " + name + " as pid 1 of its namespace without a handler"
 		}
 	}
+}
+
+// namespaceInit reports whether a /proc/PID/status is that of the init
+// of a pid namespace below the reader's: its NSpid has more than one
+// entry, the last of them 1.
+func namespaceInit(b []byte) bool {
+	for line := range bytes.Lines(b) {
+		v, ok := bytes.CutPrefix(line, []byte("NSpid:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(v)
+		return len(f) > 1 && string(f[len(f)-1]) == "1"
+	}
+	return false
 }
 
 // statusMask parses a hex signal mask line of /proc/PID/status; 0 when

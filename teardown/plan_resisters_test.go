@@ -82,3 +82,51 @@ func TestResistersOfAPidsNewOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNamesNamespaceInitsWithoutHandler: an application run as pid 1
+// of its own pid namespace (a container's init) with no SIGTERM handler
+// never gets SIGTERM from outside; the plan says so. One that traps
+// SIGTERM gets it, and is not named.
+func TestPlanNamesNamespaceInitsWithoutHandler(t *testing.T) {
+	proctest.RequireRoot(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		proctest.SkipMissing(t, "no unshare: %v", err)
+	}
+	for _, c := range []struct {
+		script string
+		named  bool
+	}{
+		{"exec sleep 100", true},
+		{"trap 'exit 0' TERM; sleep 100 & wait", false},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			cmd := exec.Command(unshare, "--pid", "--fork", "/bin/sh", "-c", c.script)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { reap(cmd) })
+			kids := waitChildren(t, cmd.Process.Pid, 1)
+			init := kids[0]
+			// Until the child has exec'd (or trapped): its comm then
+			// says so, or its SigCgt has SIGTERM.
+			for range 200 {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", init))
+				if strings.Contains(string(b), "Name:\tsleep") || statusMask(b, "SigCgt")&(1<<14) != 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			v := fleettest.View(t, model.Effective(nil, true))
+			plan, err := PlanSubtree(v, cmd.Process.Pid, PlanOptions{Grace: time.Second, ProcRoot: "/proc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(plan.Facts().Resisters, "\n")
+			want := fmt.Sprintf("gets no SIGTERM as pid 1 of its namespace without a handler: pid %d", init)
+			if strings.Contains(got, want) != c.named {
+				t.Errorf("resisters %q; want %q named: %v", got, want, c.named)
+			}
+		})
+	}
+}
