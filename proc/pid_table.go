@@ -298,12 +298,23 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 		}
 	}
 
-	// Settle: retry what ran out of descriptors, drop what failed.
+	t.settle(reads, results)
+	return found, nil
+}
+
+// settle keeps the slots whose stat was read, retrying those that ran out
+// of descriptors, and drops the others, compacting t.slots in place. At
+// the k-th slot, the kept ones lie below len(kept), and between them and
+// k lie the old places of slots already moved down or dropped: copies
+// whose descriptors are a kept slot's own or closed already, which shed
+// must leave alone (closing one would close a descriptor twice, the
+// second time perhaps someone else's).
+func (t *pidTable) settle(reads []statRead, results []readResult) {
 	kept := t.slots[:0]
 	for k := range t.slots {
 		slot, r := t.slots[k], &reads[k]
 		if results[k] == readNoFDs {
-			t.shed()
+			t.shed(len(kept), k)
 			slot = t.slots[k] // as shed left it
 			results[k] = t.read(&slot, &r.st, t.bufs[0])
 		}
@@ -323,7 +334,6 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	}
 	clear(t.slots[len(kept):])
 	t.slots = kept
-	return found, nil
 }
 
 // isLeader reports whether pid is a live process, the leader of its
@@ -497,10 +507,15 @@ func (t *pidTable) readStat(slot *pidSlot, st *procfs.ProcStat, buf *statBuf) re
 // descriptors, so the scanner lowers its budget below what it holds and
 // closes the difference, from the highest pids down (as far as its own
 // descriptors go, when it shares the budget). The pids that lose their
-// descriptor are read with open/read/close from then on.
-func (t *pidTable) shed() {
+// descriptor are read with open/read/close from then on. The slots in
+// [staleFrom, staleTo) are not slots but the stale places settle leaves
+// behind, and are skipped.
+func (t *pidTable) shed(staleFrom, staleTo int) {
 	t.fds.limit.Store(max(0, t.fds.held.Load()-shedBatch))
 	for i := len(t.slots) - 1; i >= 0 && t.fds.held.Load() > t.fds.limit.Load(); i-- {
+		if i >= staleFrom && i < staleTo {
+			continue
+		}
 		t.release(&t.slots[i])
 	}
 }

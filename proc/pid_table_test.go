@@ -395,3 +395,56 @@ func TestScanParallelReads(t *testing.T) {
 func statPath(procRoot string, pid int) string {
 	return filepath.Join(procRoot, strconv.Itoa(pid), "stat")
 }
+
+// TestSettleShedsEachDescriptorOnce: settle compacts the slots in place,
+// so while it runs, the places between the kept slots and the slot at
+// hand hold stale copies of slots already moved down or dropped. A shed
+// there (the scan ran out of descriptors) must close each descriptor
+// once, through the slot that owns it: closing a stale copy's would close
+// a kept slot's descriptor under it, and that slot's own release would
+// close the number again, perhaps someone else's by then.
+func TestSettleShedsEachDescriptorOnce(t *testing.T) {
+	startSleep(t, "settle")
+	s, err := NewScanner(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	scan(t, s)
+	tb := &s.pids
+	n := len(tb.slots)
+	held := 0
+	for _, sl := range tb.slots {
+		if sl.fd >= 0 {
+			held++
+		}
+	}
+	if n < 4 || held != n {
+		t.Fatalf("%d slots, %d holding a descriptor: want every one held", n, held)
+	}
+	// The first slot's process is gone (dropped), the next-to-last ran out
+	// of descriptors: every slot between them is kept and moved down one
+	// place, and the shed's batch reaches below the slot at hand.
+	reads := make([]statRead, n)
+	results := make([]readResult, n)
+	for k, sl := range tb.slots {
+		reads[k].st = pidStat{pid: sl.pid, start: sl.start, comm: sl.comm}
+	}
+	results[0] = readFailed
+	results[n-2] = readNoFDs
+	descriptors := map[int]int{} // fd -> pid, to check none is shared afterwards
+	tb.settle(reads, results)
+	for _, sl := range tb.slots {
+		if sl.fd < 0 {
+			continue
+		}
+		if pid, dup := descriptors[sl.fd]; dup {
+			t.Errorf("pids %d and %d hold the same descriptor %d", pid, sl.pid, sl.fd)
+		}
+		descriptors[sl.fd] = sl.pid
+		if _, err := unix.FcntlInt(uintptr(sl.fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("pid %d holds descriptor %d, closed under it: %v", sl.pid, sl.fd, err)
+		}
+	}
+	checkHeldCount(t, s)
+}
