@@ -136,13 +136,19 @@ func TestResourceReaderReusesOOMOfQuietCgroup(t *testing.T) {
 	}
 	rr := s.NewResourceReader()
 	defer rr.Close()
-	reads := func(n int) int {
+	reads := func(n int, busy bool) int {
 		t.Helper()
 		before := rr.reads
 		for range n {
 			// A task on a CPU is charged at scheduler ticks: refreshes a
-			// tick apart see a spinning one run, as a screen's do.
+			// tick apart see a spinning one run, as a screen's do. On a
+			// loaded host the spinner may wait longer for a CPU: a busy
+			// round waits until it was charged.
+			ran := usageUsec(t, dir)
 			time.Sleep(20 * time.Millisecond)
+			if busy && !proctest.Eventually(2*time.Second, func() bool { return usageUsec(t, dir) > ran }) {
+				t.Fatal("the spinner was not charged in 2s")
+			}
 			if _, err := s.Scan(); err != nil {
 				t.Fatal(err)
 			}
@@ -154,8 +160,8 @@ func TestResourceReaderReusesOOMOfQuietCgroup(t *testing.T) {
 		}
 		return rr.reads - before
 	}
-	reads(2) // the first read, then one after it to compare with
-	if n := reads(2 * reuseRounds); n > 4 {
+	reads(2, false) // the first read, then one after it to compare with
+	if n := reads(2*reuseRounds, false); n > 4 {
 		t.Errorf("quiet cgroup: %d reads of its OOM count in %d Reads, want about one in %d", n, 2*reuseRounds, reuseRounds)
 	}
 	// Now its task runs at every refresh.
@@ -165,8 +171,8 @@ func TestResourceReaderReusesOOMOfQuietCgroup(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
 	writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(spin.Process.Pid))
-	reads(2)
-	if n := reads(reuseRounds); n < reuseRounds {
+	reads(2, true)
+	if n := reads(reuseRounds, true); n < reuseRounds {
 		t.Errorf("busy cgroup: %d reads of its OOM count in %d Reads, want one each", n, reuseRounds)
 	}
 }

@@ -443,10 +443,14 @@ func TestScanFreezeOfQuietCgroupShows(t *testing.T) {
 		if frozen {
 			v = "1"
 		}
+		ran := usageUsec(t, dir)
 		writeFile(t, filepath.Join(dir, "cgroup.freeze"), v)
+		// cgroup.events says "frozen 0" as soon as the thaw is written,
+		// before the task has run out of the freezer; the scan sees the
+		// change once it has, by what it was charged for it.
 		proctest.Eventually(2*time.Second, func() bool {
 			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-			return strings.Contains(string(b), "frozen "+v)
+			return strings.Contains(string(b), "frozen "+v) && usageUsec(t, dir) > ran
 		})
 		for i := 0; ; i++ {
 			snap, err := s.Scan()
@@ -545,4 +549,25 @@ func TestScanReadsQuietParentFirst(t *testing.T) {
 		t.Errorf("a stopped child: quiet %v, state %c", quiet, snap.ByPID[cmds[0].Process.Pid].State)
 	}
 	_ = cmds[0].Process.Signal(unix.SIGCONT)
+}
+
+// usageUsec is the v2 cgroup dir's usage_usec: the CPU time its tasks
+// were charged.
+func usageUsec(t *testing.T, dir string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("%s/cpu.stat has no usage_usec", dir)
+	return 0
 }
