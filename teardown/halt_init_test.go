@@ -77,6 +77,12 @@ func TestTeardownHaltsANamespaceInit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// busybox's init takes its signals in sigtimedwait(2): it
+			// handles none, and blocks them only while awake; the plan
+			// must not say it will not act on the one it is sent.
+			for _, r := range plan.Facts().Resisters {
+				t.Errorf("the plan says busybox's init resists: %s", r)
+			}
 			var events []Event
 			tot := eng.Run(context.Background(), plan, func(ev Event) { events = append(events, ev) })
 			err = initCmd.Wait()

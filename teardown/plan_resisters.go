@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -17,10 +19,12 @@ import (
 // The kernel says which processes will not act on SIGTERM: a signal set to
 // SIG_IGN is in SigIgn, a blocked one in SigBlk, a handled one in SigCgt
 // (/proc/PID/status, proc(5); hex masks, bit n-1 for signal n). The init
-// of a pid namespace gets from outside it only the signals it handles
-// (and SIGKILL): the kernel drops the rest (pid_namespaces(7)), so an
-// application run as a container's pid 1 with no SIGTERM handler never
-// sees SIGTERM. The plan names them all, so the operator knows before
+// of a pid namespace gets from outside it only the signals it handles or
+// blocks (and SIGKILL): the kernel drops the rest (pid_namespaces(7)), so
+// an application run as a container's pid 1 with no SIGTERM handler
+// never sees SIGTERM. A blocked signal still reaches a process that reads
+// it from a signalfd or waits for it in sigtimedwait(2), and that one is
+// not named. The plan names the others, so the operator knows before
 // confirming who will be SIGKILLed after the grace, and the grace log
 // names them while it waits. A member with a halt signal is judged by
 // that signal, which it gets instead of SIGTERM.
@@ -35,27 +39,81 @@ func (p *Plan) noteResisters(procRoot string) {
 		if m.Zombie {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(m.PID), "status"))
+		dir := filepath.Join(procRoot, strconv.Itoa(m.PID))
+		b, err := os.ReadFile(filepath.Join(dir, "status"))
 		if err != nil {
-			continue
-		}
-		// Read after the status: a process that has the member's identity
-		// now had it when its status was read (the view planned from may
-		// be a refresh old, and the pid someone else's since).
-		if now, _, err := proc.ReadIdentity(procRoot, m.PID); err != nil || now != m.Identity {
 			continue
 		}
 		sig := cmp.Or(m.Halt, unix.SIGTERM)
 		bit, name := uint64(1)<<(sig-1), model.SignalName(sig)
+		blocked := statusMask(b, "SigBlk")&bit != 0
+		var resists string
 		switch {
 		case statusMask(b, "SigIgn")&bit != 0:
-			m.Resists = "ignores " + name
-		case statusMask(b, "SigBlk")&bit != 0:
-			m.Resists = "blocks " + name
-		case statusMask(b, "SigCgt")&bit == 0 && namespaceInit(b):
-			m.Resists = "gets no " + name + " as pid 1 of its namespace without a handler"
+			resists = "ignores " + name
+		case statusMask(b, "SigCgt")&bit != 0:
+			// A handler acts on it.
+		case !blocked && !namespaceInit(b):
+			// The default action: it dies of it.
+		case takesSignals(dir, bit):
+			// A signalfd or sigtimedwait(2) takes it.
+		case blocked:
+			resists = "blocks " + name
+		default:
+			resists = "gets no " + name + " as pid 1 of its namespace without a handler"
+		}
+		// Read after the others: a process that has the member's identity
+		// now had it when they were read (the view planned from may be a
+		// refresh old, and the pid someone else's since).
+		if now, _, err := proc.ReadIdentity(procRoot, m.PID); err != nil || now != m.Identity {
+			continue
+		}
+		m.Resists = resists
+	}
+}
+
+// maxSignalfdScan bounds the descriptors takesSignals looks through.
+const maxSignalfdScan = 256
+
+// A process that waits for its signals in sigtimedwait(2) shows them
+// blocked and waits for nothing while it is awake between two waits:
+// takesSignals looks at it waitSamples times, waitGap apart.
+const (
+	waitSamples = 5
+	waitGap     = 10 * time.Millisecond
+)
+
+// takesSignals reports whether the process at dir may take the signal
+// whose mask bit is bit without a handler: from a signalfd whose mask has
+// it (fdinfo "sigmask:"), or in sigtimedwait(2), which unblocks the
+// signals it waits for while it sleeps (so SigBlk shows them clear) and
+// whose set no file shows. busybox's init waits for SIGTERM and its halt
+// signals so; systemd reads its signals from a signalfd.
+func takesSignals(dir string, bit uint64) bool {
+	fdinfo := filepath.Join(dir, "fdinfo")
+	if f, err := os.Open(fdinfo); err == nil {
+		names, _ := f.Readdirnames(maxSignalfdScan)
+		f.Close()
+		for _, n := range names {
+			b, err := os.ReadFile(filepath.Join(fdinfo, n))
+			if err == nil && statusMask(b, "sigmask")&bit != 0 {
+				return true
+			}
 		}
 	}
+	for i := range waitSamples {
+		if i > 0 {
+			time.Sleep(waitGap)
+		}
+		w, err := os.ReadFile(filepath.Join(dir, "wchan"))
+		if err != nil {
+			return false
+		}
+		if strings.Contains(string(w), "sigtimedwait") {
+			return true
+		}
+	}
+	return false
 }
 
 // namespaceInit reports whether a /proc/PID/status is that of the init
