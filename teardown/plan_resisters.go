@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ import (
 // procRoot. It does I/O: planners that must not (a view being drawn)
 // leave PlanOptions.ProcRoot empty and skip it.
 func (p *Plan) noteResisters(procRoot string) {
+	// pending are the members that would resist unless they take the
+	// signal in sigtimedwait(2), which waitingRounds tells.
+	var pending []undecided
 	for i := range p.Members {
 		m := &p.Members[i]
 		if m.Zombie {
@@ -55,65 +59,87 @@ func (p *Plan) noteResisters(procRoot string) {
 			// A handler acts on it.
 		case !blocked && !namespaceInit(b):
 			// The default action: it dies of it.
-		case takesSignals(dir, bit):
-			// A signalfd or sigtimedwait(2) takes it.
+		case signalfdTakes(dir, bit):
+			// It reads the signal from a signalfd.
 		case blocked:
-			resists = "blocks " + name
+			pending = append(pending, undecided{m, dir, "blocks " + name})
 		default:
-			resists = "gets no " + name + " as pid 1 of its namespace without a handler"
+			pending = append(pending, undecided{m, dir, "gets no " + name + " as pid 1 of its namespace without a handler"})
 		}
-		// Read after the others: a process that has the member's identity
-		// now had it when they were read (the view planned from may be a
-		// refresh old, and the pid someone else's since).
-		if now, _, err := proc.ReadIdentity(procRoot, m.PID); err != nil || now != m.Identity {
-			continue
+		if resists != "" && p.stillMember(procRoot, m) {
+			m.Resists = resists
 		}
-		m.Resists = resists
+	}
+	for _, u := range waitingRounds(pending) {
+		if p.stillMember(procRoot, u.m) {
+			u.m.Resists = u.resists
+		}
 	}
 }
 
-// maxSignalfdScan bounds the descriptors takesSignals looks through.
+// stillMember reports whether m's pid still has m's identity. Read after
+// the files that judged it: a process that has the member's identity now
+// had it when they were read (the view planned from may be a refresh old,
+// and the pid someone else's since).
+func (p *Plan) stillMember(procRoot string, m *Member) bool {
+	now, _, err := proc.ReadIdentity(procRoot, m.PID)
+	return err == nil && now == m.Identity
+}
+
+// undecided is a member that resists its signal unless it waits for it
+// in sigtimedwait(2).
+type undecided struct {
+	m       *Member
+	dir     string
+	resists string
+}
+
+// maxSignalfdScan bounds the descriptors signalfdTakes looks through.
 const maxSignalfdScan = 256
 
-// A process that waits for its signals in sigtimedwait(2) shows them
-// blocked and waits for nothing while it is awake between two waits:
-// takesSignals looks at it waitSamples times, waitGap apart.
-const (
-	waitSamples = 5
-	waitGap     = 10 * time.Millisecond
-)
-
-// takesSignals reports whether the process at dir may take the signal
-// whose mask bit is bit without a handler: from a signalfd whose mask has
-// it (fdinfo "sigmask:"), or in sigtimedwait(2), which unblocks the
-// signals it waits for while it sleeps (so SigBlk shows them clear) and
-// whose set no file shows. busybox's init waits for SIGTERM and its halt
-// signals so; systemd reads its signals from a signalfd.
-func takesSignals(dir string, bit uint64) bool {
+// signalfdTakes reports whether the process at dir reads the signal
+// whose mask bit is bit from a signalfd (its fdinfo's "sigmask:" has it),
+// as systemd reads its signals.
+func signalfdTakes(dir string, bit uint64) bool {
 	fdinfo := filepath.Join(dir, "fdinfo")
-	if f, err := os.Open(fdinfo); err == nil {
-		names, _ := f.Readdirnames(maxSignalfdScan)
-		f.Close()
-		for _, n := range names {
-			b, err := os.ReadFile(filepath.Join(fdinfo, n))
-			if err == nil && statusMask(b, "sigmask")&bit != 0 {
-				return true
-			}
-		}
+	f, err := os.Open(fdinfo)
+	if err != nil {
+		return false
 	}
-	for i := range waitSamples {
-		if i > 0 {
-			time.Sleep(waitGap)
-		}
-		w, err := os.ReadFile(filepath.Join(dir, "wchan"))
-		if err != nil {
-			return false
-		}
-		if strings.Contains(string(w), "sigtimedwait") {
+	names, _ := f.Readdirnames(maxSignalfdScan)
+	f.Close()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(fdinfo, n))
+		if err == nil && statusMask(b, "sigmask")&bit != 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// A process that waits for its signals in sigtimedwait(2) shows them
+// blocked while it is awake between two waits, and clear while it sleeps
+// in one (the kernel unblocks what it waits for); no file shows the set
+// it waits for. busybox's init waits for SIGTERM and its halt signals so.
+// waitingRounds looks waitRounds times, waitGap apart, at the wchan of
+// each process in us, and returns those never seen in sigtimedwait: a
+// plan waits at most waitRounds × waitGap, however many there are.
+const (
+	waitRounds = 5
+	waitGap    = 10 * time.Millisecond
+)
+
+func waitingRounds(us []undecided) []undecided {
+	for round := 0; round < waitRounds && len(us) > 0; round++ {
+		if round > 0 {
+			time.Sleep(waitGap)
+		}
+		us = slices.DeleteFunc(us, func(u undecided) bool {
+			w, err := os.ReadFile(filepath.Join(u.dir, "wchan"))
+			return err == nil && strings.Contains(string(w), "sigtimedwait")
+		})
+	}
+	return us
 }
 
 // namespaceInit reports whether a /proc/PID/status is that of the init
