@@ -100,9 +100,11 @@ type Member struct {
 	// Suspect is the evidence that put a process outside the tree among
 	// the members (see Suspect); "" for the tree's own.
 	Suspect string
-	// Resists says that the process ignores or blocks SIGTERM, as the
-	// kernel reported it when planned ("" when it does neither, or when
-	// the plan read no status).
+	// Resists says why the process will not act on the signal the
+	// graceful phase sends it (SIGTERM, or its Halt), as the kernel
+	// reported it when planned: it ignores or blocks it, or as pid 1 of
+	// its namespace never gets it ("" when it acts on it, or when the
+	// plan read no status; see noteResisters).
 	Resists string
 	// ExitsAfterWorkload says that the sandbox's rule knows the process
 	// as a monitor that exits by itself once the workload has, after

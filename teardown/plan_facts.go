@@ -42,9 +42,9 @@ type Facts struct {
 	// Suspects name each process outside the tree that may have started
 	// inside it, why, and whether it is signalled (see Suspect).
 	Suspects []string
-	// Resisters name each process that ignores or blocks SIGTERM and what
-	// becomes of it ("ignores SIGTERM: pid 123 worker: will be SIGKILLed
-	// after the 5s grace").
+	// Resisters name each process that will not act on the signal it is
+	// sent (see Member.Resists) and what becomes of it ("ignores SIGTERM:
+	// pid 123 worker: will be SIGKILLed after the 5s grace").
 	Resisters []string
 	// Strategy is how the processes are stopped.
 	Strategy string

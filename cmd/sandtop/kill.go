@@ -264,8 +264,8 @@ type planMember struct {
 	PPID   int    `json:"ppid"`
 	Comm   string `json:"comm"`
 	Zombie bool   `json:"zombie,omitempty"`
-	// Resists is "ignores SIGTERM" or "blocks SIGTERM", as the kernel
-	// said when the plan was made: SIGKILLed after the grace.
+	// Resists says why the process will not act on the signal it is
+	// sent (teardown.Member.Resists): SIGKILLed after the grace.
 	Resists string `json:"resists,omitempty"`
 	// Suspect is the evidence that put a process outside the tree among
 	// the members (a suspect the plan takes).
