@@ -397,14 +397,19 @@ func ruleRole(sb *Sandbox, m *Member) role {
 	}
 }
 
+// ownRules are the rules that found the sandbox's processes; a sandbox
+// built by hand (a test's, a recording's) has its Rule alone.
+func (sb *Sandbox) ownRules() []*Rule {
+	if len(sb.rules) == 0 && sb.Rule != nil {
+		return []*Rule{sb.Rule}
+	}
+	return sb.rules
+}
+
 // recognising is the first of the sandbox's rules that recognises m by
 // more than its cgroup, nil when none does.
 func (sb *Sandbox) recognising(m *Member) *Rule {
-	rules := sb.rules
-	if len(rules) == 0 && sb.Rule != nil {
-		rules = []*Rule{sb.Rule}
-	}
-	for _, r := range rules {
+	for _, r := range sb.ownRules() {
 		if r.onlyCgroup() {
 			continue
 		}
@@ -430,14 +435,10 @@ func (sb *Sandbox) ExitsAfterWorkload(m *Member) bool {
 // member is one the sandbox made for itself, and its runtime restarts
 // nothing.
 func (sb *Sandbox) HaltSignal(m *Member) syscall.Signal {
-	if m.Parent != nil || len(m.NSpid) < 2 || m.NSpid[len(m.NSpid)-1] != 1 {
+	if m.Parent != nil || !proc.NamespaceInit(m.NSpid) {
 		return 0
 	}
-	rules := sb.rules
-	if len(rules) == 0 && sb.Rule != nil {
-		rules = []*Rule{sb.Rule}
-	}
-	for _, r := range rules {
+	for _, r := range sb.ownRules() {
 		if r.HaltSignal != 0 {
 			return r.HaltSignal
 		}

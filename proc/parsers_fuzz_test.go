@@ -85,7 +85,7 @@ func FuzzParseStatusIDs(f *testing.F) {
 	f.Add([]byte("Uid:\t1000\t1000\t1000\t1000\n"))
 	f.Add([]byte("Uid:\nNSpid:\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		uid, nspid, err := parseStatusIDs(b)
+		uid, nspid, err := ParseStatusIDs(b)
 		if err != nil {
 			return
 		}

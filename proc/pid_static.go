@@ -145,7 +145,7 @@ func (r *staticReader) details(st *pidStat, sf *static, need func(*Process) Fiel
 			sf.uid, sf.nspid = -1, nil
 			b, err := readFileC(r.path("status"), &r.buf, maxCmdline, true)
 			if err == nil {
-				sf.uid, sf.nspid, err = parseStatusIDs(b)
+				sf.uid, sf.nspid, err = ParseStatusIDs(b)
 			}
 			r.note(sf, err)
 		}
@@ -237,10 +237,10 @@ func parseCmdline(b []byte) []string {
 	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
 }
 
-// parseStatusIDs picks the real uid (first number of the Uid: line) and the
+// ParseStatusIDs picks the real uid (first number of the Uid: line) and the
 // NSpid: line out of /proc/PID/status (proc(5)). A status without NSpid
 // (kernels before 4.1) gives nil.
-func parseStatusIDs(b []byte) (uid int, nspid []int, err error) {
+func ParseStatusIDs(b []byte) (uid int, nspid []int, err error) {
 	uid = -1
 	for line := range bytes.Lines(b) {
 		key, value, ok := bytes.Cut(line, []byte(":"))

@@ -46,15 +46,15 @@ func TestParseStatusIDs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			uid, nspid, err := parseStatusIDs([]byte(tt.in))
+			uid, nspid, err := ParseStatusIDs([]byte(tt.in))
 			if tt.bad {
 				if err == nil || uid != -1 {
-					t.Errorf("parseStatusIDs(%q) = %d, %v, %v; want uid -1 and an error", tt.in, uid, nspid, err)
+					t.Errorf("ParseStatusIDs(%q) = %d, %v, %v; want uid -1 and an error", tt.in, uid, nspid, err)
 				}
 				return
 			}
 			if err != nil || uid != tt.uid || !slices.Equal(nspid, tt.nspid) {
-				t.Errorf("parseStatusIDs(%q) = %d, %v, %v; want %d, %v", tt.in, uid, nspid, err, tt.uid, tt.nspid)
+				t.Errorf("ParseStatusIDs(%q) = %d, %v, %v; want %d, %v", tt.in, uid, nspid, err, tt.uid, tt.nspid)
 			}
 		})
 	}

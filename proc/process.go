@@ -166,6 +166,11 @@ type Snapshot struct {
 	Networks map[uint64]*NetNS
 }
 
+// NamespaceInit reports whether nspid, a process's NSpid, is that of the
+// init of a pid namespace below the reader's: more than one entry, the
+// last of them 1.
+func NamespaceInit(nspid []int) bool { return len(nspid) > 1 && nspid[len(nspid)-1] == 1 }
+
 // StartTime turns a process's Start ticks into wall-clock time.
 func (s *Snapshot) StartTime(p *Process) time.Time {
 	if s.ClockTicks == 0 {

@@ -66,12 +66,12 @@ func (p *Plan) noteResisters(procRoot string) {
 		default:
 			pending = append(pending, undecided{m, dir, "gets no " + name + " as pid 1 of its namespace without a handler"})
 		}
-		if resists != "" && p.stillMember(procRoot, m) {
+		if resists != "" && stillMember(procRoot, m) {
 			m.Resists = resists
 		}
 	}
 	for _, u := range waitingRounds(pending) {
-		if p.stillMember(procRoot, u.m) {
+		if stillMember(procRoot, u.m) {
 			u.m.Resists = u.resists
 		}
 	}
@@ -81,7 +81,7 @@ func (p *Plan) noteResisters(procRoot string) {
 // the files that judged it: a process that has the member's identity now
 // had it when they were read (the view planned from may be a refresh old,
 // and the pid someone else's since).
-func (p *Plan) stillMember(procRoot string, m *Member) bool {
+func stillMember(procRoot string, m *Member) bool {
 	now, _, err := proc.ReadIdentity(procRoot, m.PID)
 	return err == nil && now == m.Identity
 }
@@ -143,18 +143,10 @@ func waitingRounds(us []undecided) []undecided {
 }
 
 // namespaceInit reports whether a /proc/PID/status is that of the init
-// of a pid namespace below the reader's: its NSpid has more than one
-// entry, the last of them 1.
-func namespaceInit(b []byte) bool {
-	for line := range bytes.Lines(b) {
-		v, ok := bytes.CutPrefix(line, []byte("NSpid:"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(v)
-		return len(f) > 1 && string(f[len(f)-1]) == "1"
-	}
-	return false
+// of a pid namespace below the reader's.
+func namespaceInit(status []byte) bool {
+	_, nspid, err := proc.ParseStatusIDs(status)
+	return err == nil && proc.NamespaceInit(nspid)
 }
 
 // statusMask parses a hex signal mask line of /proc/PID/status; 0 when
