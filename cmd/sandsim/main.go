@@ -2,7 +2,7 @@
 // shaped like those of real sandbox runtimes, for tests, demos and
 // screenshots.
 //
-//	sandsim fleet [--scenario demo|seeds|bulk:N] [--json] [--no-stdin]
+//	sandsim fleet [--scenario demo|seeds|bulk:N|bulk-orphans:N] [--json] [--no-stdin]
 //	sandsim spec [--scenario …]
 package main
 
@@ -30,10 +30,10 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: sandsim fleet|spec [--scenario demo|seeds|bulk:N]")
+		return errors.New("usage: sandsim fleet|spec [--scenario demo|seeds|bulk:N|bulk-orphans:N]")
 	}
 	fs := flag.NewFlagSet("sandsim "+args[0], flag.ContinueOnError)
-	scenario := fs.String("scenario", "demo", "demo, seeds or bulk:N")
+	scenario := fs.String("scenario", "demo", "demo, seeds, bulk:N or bulk-orphans:N (every sandbox an orphaned containerd shim)")
 	asJSON := fs.Bool("json", false, "print the manifest as JSON instead of a summary")
 	noStdin := fs.Bool("no-stdin", false, "do not stop when stdin reaches EOF")
 	if err := fs.Parse(args[1:]); err != nil {

@@ -6,21 +6,27 @@ import (
 	"strings"
 )
 
-// Scenario returns a named spec: "demo", "seeds" or "bulk:N".
+// Scenario returns a named spec: "demo", "seeds", "bulk:N" or
+// "bulk-orphans:N".
 func Scenario(name string) (Spec, error) {
-	switch {
-	case name == "demo":
+	switch name {
+	case "demo":
 		return Demo(), nil
-	case name == "seeds":
+	case "seeds":
 		return Seeds(), nil
-	case strings.HasPrefix(name, "bulk:"):
-		n, err := strconv.Atoi(strings.TrimPrefix(name, "bulk:"))
-		if err != nil || n < 1 {
-			return Spec{}, fmt.Errorf("scenario %q: want bulk:N with N >= 1", name)
-		}
-		return Bulk(n), nil
 	}
-	return Spec{}, fmt.Errorf("unknown scenario %q (want demo, seeds or bulk:N)", name)
+	for prefix, spec := range map[string]func(int) Spec{"bulk:": Bulk, "bulk-orphans:": BulkOrphans} {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 1 {
+			return Spec{}, fmt.Errorf("scenario %q: want %sN with N >= 1", name, prefix)
+		}
+		return spec(n), nil
+	}
+	return Spec{}, fmt.Errorf("unknown scenario %q (want demo, seeds, bulk:N or bulk-orphans:N)", name)
 }
 
 // Demo has one sandbox for every case sandtop must show: each runtime,

@@ -52,6 +52,8 @@ func TestScenario(t *testing.T) {
 		{name: "bulk:1000", sandboxes: 100},
 		{name: "bulk:0", wantErr: true},
 		{name: "bulk:x", wantErr: true},
+		{name: "bulk-orphans:1000", sandboxes: 100},
+		{name: "bulk-orphans:0", wantErr: true},
 		{name: "nope", wantErr: true},
 	}
 	for _, c := range cases {
@@ -65,6 +67,14 @@ func TestScenario(t *testing.T) {
 			}
 			if spec.Scenario != c.name || len(spec.Sandboxes) != c.sandboxes {
 				t.Errorf("Scenario(%q) = %q with %d sandboxes, want %d", c.name, spec.Scenario, len(spec.Sandboxes), c.sandboxes)
+			}
+			for i, sb := range spec.Sandboxes {
+				if !strings.HasPrefix(c.name, "bulk") {
+					break
+				}
+				if orphan := strings.HasPrefix(c.name, "bulk-orphans:"); sb.Orphan != orphan {
+					t.Errorf("sandbox %d: orphan %v, want %v", i, sb.Orphan, orphan)
+				}
 			}
 			for i, n := range c.leaves {
 				if got := spec.Sandboxes[i].Leaves; got != n {
