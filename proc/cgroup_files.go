@@ -173,8 +173,9 @@ func (c *cgroupFiles) read(path string) CgroupState {
 	return st
 }
 
-// open opens the state file of dir and holds it when it is on cgroupfs.
-// It reports false when the caller must fall back to ReadCgroupState.
+// open opens the state file of dir and holds it when it is on cgroupfs
+// and the budget allows; a file it may not hold is read all the same. It
+// reports false when the caller must fall back to ReadCgroupState.
 func (c *cgroupFiles) open(path, dir string) (CgroupState, bool) {
 	if dir == "" {
 		return CgroupState{}, false
@@ -188,9 +189,17 @@ func (c *cgroupFiles) open(path, dir string) (CgroupState, bool) {
 		return CgroupState{}, false
 	}
 	n, err := preadOnce(fd, c.buf)
-	if err != nil || n >= len(c.buf) || !c.fds.take() {
+	if err != nil || n >= len(c.buf) {
 		closeFD(fd)
 		return CgroupState{}, false
+	}
+	if !c.fds.take() {
+		// Out of budget (a one-shot scanner holds none): what was read
+		// stands, and reading it again through ReadCgroupState, as this
+		// did, cost a second open of every cgroup's file.
+		closeFD(fd)
+		c.files[path] = &cgroupFile{fd: -1, gen: c.gen}
+		return c.parse(c.buf[:n]), true
 	}
 	c.files[path] = &cgroupFile{fd: fd, gen: c.gen}
 	return c.parse(c.buf[:n]), true

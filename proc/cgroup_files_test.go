@@ -5,7 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandtop/sandtop/proc/proctest"
 )
@@ -120,4 +125,76 @@ func TestScanSharesUnchangedMaps(t *testing.T) {
 	if !same(second.Freezers, third.Freezers) {
 		t.Errorf("unchanged freezers gave a new map")
 	}
+}
+
+// TestCgroupFilesReadOnceOutOfBudget: a scanner that may hold no
+// descriptor (a one-shot one, or one out of its budget) reads each
+// cgroup's state file once, not once to try holding it and again to read
+// it. The reads are counted by the kernel, on the test's own thread.
+func TestCgroupFilesReadOnceOutOfBudget(t *testing.T) {
+	proctest.RequireRoot(t)
+	mounts, err := readMounts("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mounts.Unified == "" {
+		proctest.SkipMissing(t, "no cgroup2 hierarchy mounted on this host")
+	}
+	path := fmt.Sprintf("/sandtop-cgroup-once-%d", os.Getpid())
+	dir := mounts.V2Dir(path)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		proctest.SkipMissing(t, "cannot create a cgroup under %s: %v", mounts.Unified, err)
+	}
+	t.Cleanup(func() { removeCgroup(t, dir) })
+	c := newCgroupFiles(false, mounts.V2Dir, &fdBudget{}) // a budget of none
+	defer c.close()
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, frozen := range []bool{false, true} {
+		if frozen {
+			writeFile(t, filepath.Join(dir, "cgroup.freeze"), "1")
+		}
+		before := threadReads(t)
+		st := c.read(path)
+		// threadReads' own read counts once: the kernel counts it as it
+		// returns, after writing the figure it returns.
+		if reads := threadReads(t) - before - 1; reads != 1 {
+			t.Errorf("frozen %v: %d reads of the state, want 1", frozen, reads)
+		}
+		if !st.Exists || st.Frozen != frozen {
+			t.Errorf("frozen %v: read %+v", frozen, st)
+		}
+		if f := c.files[path]; f == nil || f.fd != -1 || c.fds.held.Load() != 0 {
+			t.Errorf("frozen %v: %+v held, budget %d: want none held", frozen, f, c.fds.held.Load())
+		}
+	}
+	writeFile(t, filepath.Join(dir, "cgroup.freeze"), "0")
+}
+
+// threadReads is the calling thread's count of read system calls
+// (syscr in /proc/thread-self/io), read with one read.
+func threadReads(t *testing.T) int64 {
+	t.Helper()
+	fd, err := unix.Open("/proc/thread-self/io", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 512)
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(buf[:n]), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			r, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+	}
+	t.Fatalf("no syscr in /proc/thread-self/io: %q", buf[:n])
+	return 0
 }
