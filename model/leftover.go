@@ -406,6 +406,19 @@ func (f *Leftovers) WantCgroup(path string) bool {
 	return ok
 }
 
+// WantCgroupAhead is WantCgroup asked before the view is known, by a walk
+// made beside Build: want is what WantCgroup answers once a view holds
+// the sandbox, and sure says no view can change that (the rule does not
+// ask for a sandbox seen alive). It reads only the rules, never what
+// Record writes, so it may run beside Record and WantCgroup.
+func (f *Leftovers) WantCgroupAhead(path string) (want, sure bool) {
+	m, ok := f.rules.MatchCgroup(path)
+	if !ok || !cgroupNamesID(m.Rule, path) {
+		return false, true
+	}
+	return true, !m.Rule.NestedPIDNamespace
+}
+
 // cgroupMatch is Rules.MatchCgroup, keeping only matches that name the
 // cgroup itself (not one below it) and, for a rule whose cgroup shape
 // alone is weak evidence, a sandbox seen alive.

@@ -137,11 +137,14 @@ const maxCgroupDepth = 12
 const maxCgroupDirs = 100000
 
 // ListCgroups walks the cgroup v2 hierarchy (the v1 freezer hierarchy on
-// hosts without cgroup2) and returns the directories want accepts, with
-// their state, in lexical order. It does not descend into an accepted
-// directory: what is below it is part of it. want sees cgroup paths as
-// /proc/PID/cgroup writes them. No mounted hierarchy yields nothing.
-func ListCgroups(m Mounts, want func(cgroupPath string) bool) ([]CgroupDir, error) {
+// hosts without cgroup2) and returns the directories want takes, with
+// their state, in lexical order, each before those below it. It does not
+// descend into a taken directory, since what is below it is part of it,
+// unless want says to (a caller that can only settle later whether it
+// takes it). want sees cgroup paths as /proc/PID/cgroup writes them. No
+// mounted hierarchy yields nothing. vouched, as for RecheckCgroups, may
+// be nil.
+func ListCgroups(m Mounts, want func(cgroupPath string) (take, descend bool), vouched func(cgroupPath string) bool) ([]CgroupDir, error) {
 	mount, root, v1 := m.Unified, m.UnifiedRoot, false
 	if mount == "" {
 		mount, root, v1 = m.Freezer, m.FreezerRoot, true
@@ -152,7 +155,10 @@ func ListCgroups(m Mounts, want func(cgroupPath string) bool) ([]CgroupDir, erro
 	if root == "" {
 		root = "/"
 	}
-	w := cgroupWalk{want: want, v1: v1, buf: make([]byte, 8<<10)}
+	if vouched == nil {
+		vouched = func(string) bool { return false }
+	}
+	w := cgroupWalk{want: want, vouched: vouched, v1: v1, buf: make([]byte, 8<<10)}
 	if err := w.walk(mount, root, 0); err != nil {
 		return w.out, fmt.Errorf("walk cgroups under %s: %w", mount, err)
 	}
@@ -165,7 +171,8 @@ func ListCgroups(m Mounts, want func(cgroupPath string) bool) ([]CgroupDir, erro
 // path for every file. At a thousand containers' scopes that was 3 MB of
 // a one-shot list's memory, for the directories alone that it keeps.
 type cgroupWalk struct {
-	want    func(string) bool
+	want    func(string) (take, descend bool)
+	vouched func(string) bool
 	v1      bool
 	buf     []byte
 	visited int
@@ -190,23 +197,38 @@ func (w *cgroupWalk) walk(dir, cg string, depth int) error {
 			return fmt.Errorf("more than %d cgroups: walk stopped", maxCgroupDirs)
 		}
 		d, c := dir+"/"+name, path.Join(cg, name)
-		if !w.want(c) {
+		take, descend := w.want(c)
+		if take {
+			w.take(d, c)
+		}
+		if !take || descend {
 			if err := w.walk(d, c, depth+1); err != nil {
 				return err
 			}
-			continue
-		}
-		found := CgroupDir{Path: c, Dir: d, V1: w.v1, Populated: true}
-		var st unix.Stat_t
-		if unix.Lstat(d, &st) == nil {
-			found.ModTime = time.Unix(st.Mtim.Unix())
-		}
-		var exists bool
-		if found.Populated, exists = populated(d, w.v1); exists {
-			w.out = append(w.out, found)
 		}
 	}
 	return nil
+}
+
+// take adds the cgroup c at dir to what the walk found, with its state,
+// unless it is gone.
+func (w *cgroupWalk) take(dir, c string) {
+	found := CgroupDir{Path: c, Dir: dir, V1: w.v1, Populated: true}
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) == nil {
+		found.ModTime = time.Unix(st.Mtim.Unix())
+	}
+	if w.vouched(c) {
+		// A sandbox's own cgroup, with its processes in it: a thousand
+		// containers' scopes were as many reads of cgroup.events (on v1,
+		// of cgroup.procs in each cgroup below).
+		w.out = append(w.out, found)
+		return
+	}
+	var exists bool
+	if found.Populated, exists = populated(dir, w.v1); exists {
+		w.out = append(w.out, found)
+	}
 }
 
 // subdirs lists the directories in dir (not following symbolic links),

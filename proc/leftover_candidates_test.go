@@ -94,7 +94,8 @@ func TestListCgroups(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 
 	base := "/" + filepath.Base(top)
-	got, err := ListCgroups(m, func(p string) bool { return strings.HasPrefix(p, base+"/box/") })
+	wanted := func(p string) (take, descend bool) { return strings.HasPrefix(p, base+"/box/"), false }
+	got, err := ListCgroups(m, wanted, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +109,38 @@ func TestListCgroups(t *testing.T) {
 	want := map[string]bool{base + "/box/empty": false, base + "/box/busy": true}
 	if len(states) != len(want) || states[base+"/box/empty"] || !states[base+"/box/busy"] {
 		t.Errorf("ListCgroups = %v, want %v (and not box/empty/child: it is part of box/empty)", states, want)
+	}
+
+	// A cgroup the caller vouches for is taken as populated without a
+	// read: box/empty, which a read finds empty, shows that it was not read.
+	got, err = ListCgroups(m, wanted, func(p string) bool { return p == base+"/box/empty" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		if !c.Populated || c.ModTime.IsZero() {
+			t.Errorf("vouched for box/empty: %+v, want populated, with its mtime", c)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("vouched for box/empty: %d cgroups, want 2", len(got))
+	}
+
+	// A walk told to descend below a cgroup it takes lists that cgroup
+	// before those below it.
+	got, err = ListCgroups(m, func(p string) (take, descend bool) {
+		take = strings.HasPrefix(p, base+"/box/")
+		return take, take
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range got {
+		order = append(order, strings.TrimPrefix(c.Path, base+"/box/"))
+	}
+	if want := []string{"busy", "empty", "empty/child"}; !slices.Equal(order, want) {
+		t.Errorf("descending: %q, want %q", order, want)
 	}
 }
 

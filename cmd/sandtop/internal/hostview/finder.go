@@ -4,6 +4,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/sandtop/sandtop/model"
@@ -24,10 +25,10 @@ const DefaultRewalk = 10 * time.Second
 // changes, and when a sandbox starts, moves or ends the scan sees it: the
 // set of cgroups its processes live in changes. So a Finder walks when
 // that set differs from the one at its last walk, or when rewalk has
-// passed since; in between it rechecks the cgroups the last walk accepted,
-// reading the state only of those no process in the scan vouches for (the
-// empty ones, which are the leftovers). An empty cgroup is thus always
-// judged by a read of its own state, never by the cache.
+// passed since. A walk, and in between a recheck of the cgroups the last
+// walk accepted, reads the state only of those no process in the scan
+// vouches for (the empty ones, which are the leftovers). An empty cgroup
+// is thus always judged by a read of its own state, never by the cache.
 type Finder struct {
 	lo     *model.Leftovers
 	rewalk time.Duration
@@ -41,6 +42,19 @@ type Finder struct {
 	print  uint64
 	busy   map[string]bool
 	mounts proc.Mounts
+
+	// ahead is the walk WalkAhead started, until Add settles it.
+	ahead *aheadWalk
+}
+
+// aheadWalk is a cgroup walk started before the view is built: the
+// snapshot it walks for and, once done is closed, what it found.
+type aheadWalk struct {
+	snap *proc.Snapshot
+	done chan struct{}
+	dirs []proc.CgroupDir
+	busy map[string]bool
+	err  error
 }
 
 // NewFinder returns a Finder that walks at least every rewalk
@@ -52,8 +66,53 @@ func NewFinder(lo *model.Leftovers, rewalk time.Duration) *Finder {
 	return &Finder{lo: lo, rewalk: rewalk, seed: maphash.MakeSeed()}
 }
 
+// WalkAhead starts the walk of the cgroup hierarchy for snap while the
+// caller builds its view from it, a one-shot command's Build, which the
+// walk would otherwise wait for: whether a cgroup in a shape as loose as
+// containerd's /<namespace>/<id> is a leftover depends on the sandboxes
+// the view finds alive. The walk takes such a cgroup and descends below
+// it as well (Leftovers.WantCgroupAhead), and Add, given the view built
+// from snap, settles it as a walk after the view would have.
+func (f *Finder) WalkAhead(snap *proc.Snapshot) {
+	if len(f.lo.CgroupRules()) == 0 {
+		return
+	}
+	a := &aheadWalk{snap: snap, done: make(chan struct{})}
+	f.ahead = a
+	go func() {
+		defer close(a.done)
+		a.busy = withAncestors(heldCgroups(snap))
+		want := func(p string) (take, descend bool) {
+			take, sure := f.lo.WantCgroupAhead(p)
+			return take, take && !sure
+		}
+		a.dirs, a.err = proc.ListCgroups(snap.Mounts, want, func(p string) bool { return a.busy[p] })
+	}()
+}
+
+// settle is what the walk would have found had it run after the view
+// was recorded in the Finder's Leftovers: of the cgroups it took, those
+// WantCgroup takes now, less those below one of them, which a walk that
+// knew would not have entered. The walk lists a cgroup before those below
+// it, so the last one kept is the only one that can be above the next.
+func (a *aheadWalk) settle(want func(string) bool) []proc.CgroupDir {
+	out := make([]proc.CgroupDir, 0, len(a.dirs))
+	last := ""
+	for _, d := range a.dirs {
+		if last != "" && strings.HasPrefix(d.Path, last+"/") {
+			continue
+		}
+		if want(d.Path) {
+			out = append(out, d)
+			last = d.Path
+		}
+	}
+	return out
+}
+
 // Add is WithLeftovers(lo, v), walking the cgroup hierarchy only when it
-// must (see Finder).
+// must (see Finder), or settling the walk WalkAhead started for
+// v.Snapshot.
 func (f *Finder) Add(v *model.View) (*model.View, error) {
 	globs := f.lo.Globs(v)
 	var patterns []string
@@ -74,24 +133,44 @@ func (f *Finder) Add(v *model.View) (*model.View, error) {
 }
 
 func (f *Finder) cgroups(snap *proc.Snapshot) ([]proc.CgroupDir, error) {
-	held := snap.Cgroups
-	if snap.Mounts.Unified == "" {
-		held = snap.Freezers // ListCgroups walks the v1 freezer then
-	}
+	held := heldCgroups(snap)
 	fp := f.fingerprint(held)
+	if a := f.ahead; a != nil {
+		f.ahead = nil
+		<-a.done
+		if a.snap == snap {
+			dirs := a.settle(f.lo.WantCgroup)
+			if a.err != nil {
+				f.walked = time.Time{}
+				return dirs, a.err
+			}
+			f.dirs, f.walked, f.print, f.mounts, f.busy = dirs, snap.Time, fp, snap.Mounts, a.busy
+			return dirs, nil
+		}
+	}
 	if f.walked.IsZero() || fp != f.print || snap.Mounts != f.mounts || snap.Time.Sub(f.walked) >= f.rewalk {
-		dirs, err := proc.ListCgroups(snap.Mounts, f.lo.WantCgroup)
+		busy := withAncestors(held)
+		want := func(p string) (take, descend bool) { return f.lo.WantCgroup(p), false }
+		dirs, err := proc.ListCgroups(snap.Mounts, want, func(p string) bool { return busy[p] })
 		if err != nil {
 			// A walk cut short is no basis for the next refreshes.
 			f.walked = time.Time{}
 			return dirs, err
 		}
-		f.dirs, f.walked, f.print, f.mounts = dirs, snap.Time, fp, snap.Mounts
-		f.busy = withAncestors(held)
+		f.dirs, f.walked, f.print, f.mounts, f.busy = dirs, snap.Time, fp, snap.Mounts, busy
 		return dirs, nil
 	}
 	f.dirs = proc.RecheckCgroups(f.dirs, func(p string) bool { return f.busy[p] })
 	return f.dirs, nil
+}
+
+// heldCgroups is the cgroups of the hierarchy ListCgroups walks that the
+// scan found processes in.
+func heldCgroups(snap *proc.Snapshot) map[string]proc.CgroupState {
+	if snap.Mounts.Unified == "" {
+		return snap.Freezers // ListCgroups walks the v1 freezer then
+	}
+	return snap.Cgroups
 }
 
 // fingerprint sums a hash of every cgroup path in held: equal sets give

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +130,86 @@ func randomHex(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// TestWalkAheadSettlesAsAWalkAfter walks real cgroups beside Build and
+// must find what a walk after it finds. The tree has a rule whose cgroup
+// shape is taken only for a sandbox seen alive, as containerd's is, and
+// one taken always:
+//
+//	<top>/ns/alive      the live sandbox's cgroup: taken
+//	<top>/ns/alive/box-inner   below it: part of it, never taken
+//	<top>/ns/dead       no sandbox alive: not taken, so walked into
+//	<top>/ns/dead/box-orphan   a leftover of the second rule: taken
+func TestWalkAheadSettlesAsAWalkAfter(t *testing.T) {
+	proctest.RequireRoot(t)
+	sc, err := proc.NewScanner(proc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sc.Mounts()
+	sc.Close()
+	if m.Unified == "" {
+		proctest.SkipMissing(t, "no cgroup2 mount")
+	}
+	top := "/sandtopahead" + randomHex(t, 4)
+	made := []string{top, top + "/ns", top + "/ns/alive", top + "/ns/alive/box-inner", top + "/ns/dead", top + "/ns/dead/box-orphan"}
+	for _, cg := range made {
+		if err := os.Mkdir(m.V2Dir(cg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, cg := range slices.Backward(made) {
+			_ = os.Remove(m.V2Dir(cg))
+		}
+	})
+	rules, err := model.ParseRules([]byte(`
+[[rule]]
+name = "nested"
+cgroup = "^`+top+`/(?P<ns>[a-z]+)/(?P<id>[a-z]+)$"
+nested_pid_namespace = true
+
+[[rule]]
+name = "box"
+cgroup = "(?:^|/)box-(?P<id>[a-z]+)$"
+`), "ahead.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The live sandbox: a process in a pid namespace of its own, in its
+	// cgroup. The snapshot is hand-built, so nothing else on the host
+	// counts.
+	snap := modeltest.Snapshot(proc.Snapshot{Time: time.Now(), Mounts: m, Cgroups: map[string]proc.CgroupState{
+		top + "/ns/alive": {Exists: true, Populated: true},
+	}}, modeltest.Proc(os.Getpid(), 1, "init", modeltest.Cgroup(top+"/ns/alive"), modeltest.NSpid(os.Getpid(), 1)))
+
+	found := func(ahead bool) []string {
+		t.Helper()
+		f := NewFinder(model.NewLeftovers(rules), 0)
+		if ahead {
+			f.WalkAhead(snap)
+		}
+		v := model.Build(snap, rules, nil)
+		if v.Sandbox("nested:ns/alive") == nil && v.Sandbox("nested:alive") == nil {
+			t.Fatalf("no live sandbox for %s/ns/alive: %v", top, v.Sandboxes)
+		}
+		if _, err := f.Add(v); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range f.dirs {
+			if strings.HasPrefix(d.Path, top+"/") {
+				out = append(out, strings.TrimPrefix(d.Path, top+"/"))
+			}
+		}
+		return out
+	}
+	want := []string{"ns/alive", "ns/dead/box-orphan"}
+	if after := found(false); !slices.Equal(after, want) {
+		t.Errorf("walk after the view: %q, want %q", after, want)
+	}
+	if ahead := found(true); !slices.Equal(ahead, want) {
+		t.Errorf("walk ahead of the view: %q, want %q", ahead, want)
+	}
 }

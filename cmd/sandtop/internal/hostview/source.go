@@ -74,10 +74,12 @@ func (s *Source) Scan() (*model.View, error) {
 // the sandboxes that left things behind included: a one-shot command's
 // view.
 func Group(snap *proc.Snapshot, rules model.Rules, w *Watcher) *model.View {
+	f := NewFinder(model.NewLeftovers(rules), 0)
+	f.WalkAhead(snap)
 	v := model.Build(snap, rules, nil)
 	if w != nil {
 		v = w.Apply(v)
 	}
-	v, _ = WithLeftovers(model.NewLeftovers(rules), v)
+	v, _ = f.Add(v)
 	return v
 }
