@@ -54,8 +54,14 @@ func SettledAside(v *View, settled map[string]bool, n ResourceNeeds, last map[pr
 			if !settled[sb.Cgroup] {
 				continue
 			}
+			// Most members share a cgroup with the member before (the
+			// sandbox's own, at first): that one is not looked up again.
+			cg, in := sb.Cgroup, true
 			for _, m := range sb.Members {
-				if !settled[m.Cgroup] && !yield(m.ID()) {
+				if m.Cgroup != cg {
+					cg, in = m.Cgroup, settled[m.Cgroup]
+				}
+				if !in && !yield(m.ID()) {
 					return
 				}
 			}

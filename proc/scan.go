@@ -336,12 +336,22 @@ func (s *Scanner) readStats(h ScanHints) (kthreadd bool, err error) {
 	q := s.cpu.start()
 	s.cpu.settle(h.Settled)
 	if (len(q) > 0 || len(h.Aside) > 0) && s.pids.births.path != "" {
+		// A container's processes sit next to each other by pid: the
+		// cgroup the process before was in is looked up again without
+		// hashing its path. quiet is asked from one goroutine.
+		var lastCgroup string
+		var lastF *cpuFile
+		var lastOK, looked bool
 		quiet = func(id Identity, last *pidStat) reuse {
 			e := s.cache.entries[id]
 			if e == nil || e.proc.Zombie() {
 				return reuseNone
 			}
-			f, ok := q[e.proc.Cgroup]
+			if !looked || e.proc.Cgroup != lastCgroup {
+				lastCgroup, looked = e.proc.Cgroup, true
+				lastF, lastOK = q[lastCgroup]
+			}
+			f, ok := lastF, lastOK
 			if !ok {
 				if h.Aside[id] && e.proc.State == 'S' {
 					*last = statOf(e.proc, e.startCode, s.pageSize)
