@@ -26,16 +26,7 @@ import (
 // a leftover go (its state is read, not cached), and the process leaving
 // its cgroup must make it walk at once.
 func TestFinderWalksOnlyWhenItMust(t *testing.T) {
-	proctest.RequireRoot(t)
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := sc.Mounts()
-	sc.Close()
-	if m.Unified == "" {
-		proctest.SkipMissing(t, "no cgroup2 mount")
-	}
+	m := cgroup2Mounts(t)
 	parent := "/sandtop-finder-" + randomHex(t, 4)
 	busyID, emptyID := randomHex(t, 32), randomHex(t, 32)
 	busyCg, emptyCg := parent+"/docker-"+busyID+".scope", parent+"/docker-"+emptyID+".scope"
@@ -123,6 +114,23 @@ func TestFinderWalksOnlyWhenItMust(t *testing.T) {
 	}
 }
 
+// cgroup2Mounts is the host's mounts, for a test that makes cgroups on
+// cgroup2 as root; it skips elsewhere.
+func cgroup2Mounts(t *testing.T) proc.Mounts {
+	t.Helper()
+	proctest.RequireRoot(t)
+	sc, err := proc.NewScanner(proc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sc.Mounts()
+	sc.Close()
+	if m.Unified == "" {
+		proctest.SkipMissing(t, "no cgroup2 mount")
+	}
+	return m
+}
+
 func randomHex(t *testing.T, n int) string {
 	t.Helper()
 	b := make([]byte, n)
@@ -142,16 +150,7 @@ func randomHex(t *testing.T, n int) string {
 //	<top>/ns/dead       no sandbox alive: not taken, so walked into
 //	<top>/ns/dead/box-orphan   a leftover of the second rule: taken
 func TestWalkAheadSettlesAsAWalkAfter(t *testing.T) {
-	proctest.RequireRoot(t)
-	sc, err := proc.NewScanner(proc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := sc.Mounts()
-	sc.Close()
-	if m.Unified == "" {
-		proctest.SkipMissing(t, "no cgroup2 mount")
-	}
+	m := cgroup2Mounts(t)
 	top := "/sandtopahead" + randomHex(t, 4)
 	made := []string{top, top + "/ns", top + "/ns/alive", top + "/ns/alive/box-inner", top + "/ns/dead", top + "/ns/dead/box-orphan"}
 	for _, cg := range made {
