@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -177,6 +178,9 @@ func TestCgroupFilesReadOnceOutOfBudget(t *testing.T) {
 func threadReads(t *testing.T) int64 {
 	t.Helper()
 	fd, err := unix.Open("/proc/thread-self/io", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		t.Skip("this kernel counts no reads per task (CONFIG_TASK_IO_ACCOUNTING)")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
