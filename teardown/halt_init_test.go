@@ -126,26 +126,7 @@ func presetRule(t *testing.T, name string) *model.Rule {
 // lxc-start's monitor is a container init's. out collects what it says.
 func startBusyboxInit(t *testing.T, dir string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		proctest.SkipMissing(t, "no busybox: %v", err)
-	}
-	root := t.TempDir()
-	for _, d := range []string{"bin", "sbin", "etc", "dev", "proc", "tmp"} {
-		mkdirs(t, filepath.Join(root, d))
-	}
-	data, err := os.ReadFile(bb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"sh", "sleep", "true"} {
-		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := proctest.BusyboxRoot(t, t.TempDir())
 	inittab := "::sysinit:/bin/true\n::respawn:/bin/sleep 1000\n"
 	if err := os.WriteFile(filepath.Join(root, "etc/inittab"), []byte(inittab), 0o644); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // containerd runs a private containerd (its own config, root, state and
@@ -53,7 +54,7 @@ state = %q
 		return c
 	}
 	daemon := start()
-	rootfs := r.rootfs(filepath.Join(d, "rootfs"))
+	rootfs := proctest.BusyboxRoot(r.t, filepath.Join(d, "rootfs"))
 	nsA, nsB := r.tag+"-a", r.tag+"-b"
 	ctr := func(ns string, args ...string) string {
 		return r.cmd(append([]string{"ctr", "-a", sock, "-n", ns}, args...)...)

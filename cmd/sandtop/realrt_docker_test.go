@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // docker runs Debian's dockerd (20.10) on private roots (--data-root,
@@ -42,7 +43,7 @@ func (r *rt) docker() {
 	}
 	_ = daemon
 
-	rootfs := r.rootfs(filepath.Join(d, "rootfs"))
+	rootfs := proctest.BusyboxRoot(r.t, filepath.Join(d, "rootfs"))
 	tar := filepath.Join(d, "rootfs.tar")
 	r.cmd("tar", "-C", rootfs, "-cf", tar, ".")
 	image := r.tag + ":1"

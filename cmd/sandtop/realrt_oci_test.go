@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // podman runs podman 4 with private storage (--root, --runroot, --tmpdir),
@@ -32,7 +33,7 @@ func (r *rt) podman() {
 func (r *rt) podmanEnv() (pm func(args ...string) string, runC func(name, script string) string) {
 	r.need("podman", "conmon", "runc")
 	d := r.shortDir()
-	rootfs := r.rootfs(filepath.Join(d, "rootfs"))
+	rootfs := proctest.BusyboxRoot(r.t, filepath.Join(d, "rootfs"))
 	global := []string{"podman", "--root", filepath.Join(d, "root"), "--runroot", filepath.Join(d, "run"), "--tmpdir", filepath.Join(d, "tmp"),
 		"--cgroup-manager", "cgroupfs", "--runtime", "runc", "--events-backend", "file", "--storage-driver", "vfs"}
 	pm = func(args ...string) string { return r.cmd(append(append([]string{}, global...), args...)...) }
@@ -121,7 +122,7 @@ func (r *rt) runc() {
 	r.need("runc")
 	d := r.shortDir()
 	bundle := filepath.Join(d, "bundle")
-	r.rootfs(filepath.Join(bundle, "rootfs"))
+	proctest.BusyboxRoot(r.t, filepath.Join(bundle, "rootfs"))
 	r.cmd("runc", "spec", "--bundle", bundle)
 	var spec map[string]any
 	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))

@@ -148,37 +148,6 @@ func (r *rt) skip(format string, args ...any) {
 	proctest.SkipMissing(r.t, "%s", why)
 }
 
-// rootfs makes a busybox root filesystem under dir.
-func (r *rt) rootfs(dir string) string {
-	r.t.Helper()
-	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc", "run", "usr/lib"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	data, err := os.ReadFile(bb)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bin/busybox"), data, 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	for _, a := range []string{"sh", "sleep", "cat", "ls", "echo", "true"} {
-		if err := os.Symlink("busybox", filepath.Join(dir, "bin", a)); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	// systemd-nspawn wants an os-release to accept a directory as an OS tree.
-	if err := os.WriteFile(filepath.Join(dir, "etc/os-release"), []byte("ID=busybox\n"), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	return dir
-}
-
 // cmd runs a command and returns its output; a failure fails the test.
 func (r *rt) cmd(argv ...string) string {
 	r.t.Helper()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandtop/sandtop/model"
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // inCgroup runs argv as a daemon inside the v2 cgroup rel (made here and
@@ -107,7 +108,7 @@ func (r *rt) qemu() {
 func (r *rt) nspawn() {
 	r.need("systemd-nspawn")
 	d := r.shortDir()
-	rootfs := r.rootfs(filepath.Join(d, "rootfs"))
+	rootfs := proctest.BusyboxRoot(r.t, filepath.Join(d, "rootfs"))
 	id := r.tag
 	r.t.Cleanup(func() { removeCgroups(id+"/payload", id+"/supervisor", id) })
 	r.inCgroup("nspawn", id, "systemd-nspawn", "-q", "-D", rootfs, "-M", id, "--register=no", "--keep-unit",

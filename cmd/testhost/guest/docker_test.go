@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // dockerImage imports a busybox root file system as the image "bb" (the
@@ -16,7 +18,7 @@ import (
 func dockerImage(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
-	rootfs(t, filepath.Join(dir, "rootfs"))
+	proctest.BusyboxRoot(t, filepath.Join(dir, "rootfs"))
 	tar := exec.Command("tar", "-C", filepath.Join(dir, "rootfs"), "-c", ".")
 	imp := exec.Command("docker", "import", "-", "bb")
 	pipe, err := tar.StdoutPipe()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -303,32 +302,6 @@ func children(pid int) []int {
 		out = append(out, n)
 	}
 	return out
-}
-
-// rootfs builds a busybox root file system at dir (from busybox-static).
-func rootfs(t *testing.T, dir string) {
-	t.Helper()
-	for _, d := range []string{"bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "usr/lib", "root", "run", "var"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sh(t, "cp", "/bin/busybox", filepath.Join(dir, "bin/busybox"))
-	for _, a := range []string{"sh", "sleep", "true", "cat", "ls", "ps"} {
-		if err := os.Symlink("busybox", filepath.Join(dir, "bin", a)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := map[string]string{
-		"etc/passwd":         "root:x:0:0:root:/root:/bin/sh\n",
-		"etc/group":          "root:x:0:\n",
-		"usr/lib/os-release": "ID=busybox\nNAME=busybox\n",
-	}
-	for f, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // badge says whether s has badge b.

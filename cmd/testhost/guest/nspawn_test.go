@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // TestNspawn: systemd-nspawn registered with machined, started directly
@@ -22,7 +24,7 @@ func TestNspawn(t *testing.T) {
 	t.Run("direct", func(t *testing.T) {
 		name := "st-direct"
 		dir := filepath.Join(t.TempDir(), name)
-		rootfs(t, dir)
+		proctest.BusyboxRoot(t, dir)
 		cmd := exec.Command("systemd-nspawn", "--quiet", "--console=pipe", "-D", dir, "-M", name, "/bin/sleep", "100000")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
@@ -38,7 +40,7 @@ func TestNspawn(t *testing.T) {
 	t.Run("machinectl", func(t *testing.T) {
 		name := "st-machinectl"
 		dir := "/var/lib/machines/" + name
-		rootfs(t, dir)
+		proctest.BusyboxRoot(t, dir)
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		// machinectl start runs systemd-nspawn@.service (--boot, a veth,
 		// user namespacing); the settings file overrides those the busybox

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // rootless is the user whose podman runs rootless.
@@ -63,7 +65,7 @@ func TestPodmanRootless(t *testing.T) {
 	inLane(t, &containerdLane)
 	uid := rootlessUser(t)
 	dir := t.TempDir()
-	rootfs(t, filepath.Join(dir, "rootfs"))
+	proctest.BusyboxRoot(t, filepath.Join(dir, "rootfs"))
 	if out, err := try("sh", "-c", "tar -C "+filepath.Join(dir, "rootfs")+" -c . | su -l "+rootless+" -c 'podman import -q - bb'"); err != nil {
 		t.Fatalf("podman import as %s: %v\n%s", rootless, err, out)
 	}

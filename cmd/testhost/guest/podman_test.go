@@ -8,13 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // podmanImage imports a busybox root file system as the image "bb".
 func podmanImage(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
-	rootfs(t, filepath.Join(dir, "rootfs"))
+	proctest.BusyboxRoot(t, filepath.Join(dir, "rootfs"))
 	tarball := filepath.Join(dir, "bb.tar")
 	sh(t, "tar", "-C", filepath.Join(dir, "rootfs"), "-cf", tarball, ".")
 	sh(t, "podman", "import", "-q", tarball, "bb")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // pod is a Kubernetes-shaped pod on containerd without a kubelet: a pause
@@ -51,7 +53,7 @@ func startPod(t *testing.T, uid, qos string, apps int) *pod {
 	})
 	for _, c := range p.containers {
 		root := filepath.Join(t.TempDir(), "rootfs")
-		rootfs(t, root)
+		proctest.BusyboxRoot(t, root)
 		// --rootfs is a switch: the root file system is the first
 		// argument, after every flag (ctr stops reading flags there).
 		sh(t, "ctr", "-n", "k8s.io", "run", "-d", "--runc-systemd-cgroup",

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandtop/sandtop/proc/proctest"
 )
 
 // bundle writes an OCI bundle (runc spec, a busybox root, `sleep`, no
@@ -16,7 +18,7 @@ import (
 func bundle(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	rootfs(t, filepath.Join(dir, "rootfs"))
+	proctest.BusyboxRoot(t, filepath.Join(dir, "rootfs"))
 	sh(t, "runc", "spec", "--bundle", dir)
 	path := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(path)
