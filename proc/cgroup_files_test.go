@@ -133,21 +133,10 @@ func TestScanSharesUnchangedMaps(t *testing.T) {
 // cgroup's state file once, not once to try holding it and again to read
 // it. The reads are counted by the kernel, on the test's own thread.
 func TestCgroupFilesReadOnceOutOfBudget(t *testing.T) {
-	proctest.RequireRoot(t)
-	mounts, err := readMounts("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mounts.Unified == "" {
-		proctest.SkipMissing(t, "no cgroup2 hierarchy mounted on this host")
-	}
-	path := fmt.Sprintf("/sandtop-cgroup-once-%d", os.Getpid())
-	dir := mounts.V2Dir(path)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		proctest.SkipMissing(t, "cannot create a cgroup under %s: %v", mounts.Unified, err)
-	}
-	t.Cleanup(func() { removeCgroup(t, dir) })
-	c := newCgroupFiles(false, mounts.V2Dir, &fdBudget{}) // a budget of none
+	dir := quietCgroup(t, "once")
+	path := "/" + filepath.Base(dir)
+	// a budget of none
+	c := newCgroupFiles(false, func(string) string { return dir }, &fdBudget{})
 	defer c.close()
 
 	runtime.LockOSThread()
