@@ -412,11 +412,18 @@ func (f *Leftovers) WantCgroup(path string) bool {
 // ask for a sandbox seen alive). It reads only the rules, never what
 // Record writes, so it may run beside Record and WantCgroup.
 func (f *Leftovers) WantCgroupAhead(path string) (want, sure bool) {
-	m, ok := f.rules.MatchCgroup(path)
-	if !ok || !cgroupNamesID(m.Rule, path) {
+	m, ok := f.cgroupOfRule(path)
+	if !ok {
 		return false, true
 	}
 	return true, !m.Rule.NestedPIDNamespace
+}
+
+// cgroupOfRule is Rules.MatchCgroup, keeping only matches that name the
+// cgroup itself, not one below it.
+func (f *Leftovers) cgroupOfRule(path string) (Match, bool) {
+	m, ok := f.rules.MatchCgroup(path)
+	return m, ok && cgroupNamesID(m.Rule, path)
 }
 
 // cgroupMatch is Rules.MatchCgroup, keeping only matches that name the
@@ -425,8 +432,7 @@ func (f *Leftovers) WantCgroupAhead(path string) (want, sure bool) {
 func (f *Leftovers) cgroupMatch(path string) (Match, bool) {
 	a, known := f.cgroups[path]
 	if !known {
-		a.m, a.ok = f.rules.MatchCgroup(path)
-		a.ok = a.ok && cgroupNamesID(a.m.Rule, path)
+		a.m, a.ok = f.cgroupOfRule(path)
 		if f.cgroups == nil || len(f.cgroups) >= maxCgroupAnswers {
 			f.cgroups = map[string]cgroupAnswer{}
 		}

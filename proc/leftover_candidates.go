@@ -213,20 +213,12 @@ func (w *cgroupWalk) walk(dir, cg string, depth int) error {
 // take adds the cgroup c at dir to what the walk found, with its state,
 // unless it is gone.
 func (w *cgroupWalk) take(dir, c string) {
-	found := CgroupDir{Path: c, Dir: dir, V1: w.v1, Populated: true}
+	found := CgroupDir{Path: c, Dir: dir, V1: w.v1}
 	var st unix.Stat_t
 	if unix.Lstat(dir, &st) == nil {
 		found.ModTime = time.Unix(st.Mtim.Unix())
 	}
-	if w.vouched(c) {
-		// A sandbox's own cgroup, with its processes in it: a thousand
-		// containers' scopes were as many reads of cgroup.events (on v1,
-		// of cgroup.procs in each cgroup below).
-		w.out = append(w.out, found)
-		return
-	}
-	var exists bool
-	if found.Populated, exists = populated(dir, w.v1); exists {
+	if found, exists := withState(found, w.vouched); exists {
 		w.out = append(w.out, found)
 	}
 }
@@ -296,17 +288,26 @@ func appendSubdirs(names []string, fd int, b []byte) []string {
 func RecheckCgroups(dirs []CgroupDir, vouched func(cgroupPath string) bool) []CgroupDir {
 	out := make([]CgroupDir, 0, len(dirs))
 	for _, c := range dirs {
-		if vouched(c.Path) {
-			c.Populated = true
-			out = append(out, c)
-			continue
-		}
-		var exists bool
-		if c.Populated, exists = populated(c.Dir, c.V1); exists {
+		if c, exists := withState(c, vouched); exists {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// withState sets c's Populated, reading it only where vouched does not
+// answer for it, and reports whether c still exists. A sandbox's own
+// cgroup, with its processes in it, costs no read: a thousand containers'
+// scopes were as many reads of cgroup.events (on v1, of cgroup.procs in
+// each cgroup below).
+func withState(c CgroupDir, vouched func(cgroupPath string) bool) (CgroupDir, bool) {
+	if vouched(c.Path) {
+		c.Populated = true
+		return c, true
+	}
+	var exists bool
+	c.Populated, exists = populated(c.Dir, c.V1)
+	return c, exists
 }
 
 // populated reports whether a process lives in dir or below (an unreadable
