@@ -244,6 +244,15 @@ func keyOf(m Match) string {
 	return string(appendKeyOf(nil, m))
 }
 
+// nameInKey is the Name inside keyOf(m), shared with it: the key is
+// the rule's name, a colon, and the name.
+func nameInKey(key string, m Match) string {
+	if m.Rule != nil {
+		return key[len(m.Rule.Name)+1:]
+	}
+	return key[1:]
+}
+
 // appendKeyOf appends keyOf(m) to b.
 func appendKeyOf(b []byte, m Match) []byte {
 	if m.Rule != nil {

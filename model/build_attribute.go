@@ -16,7 +16,7 @@ func (w *build) sandbox(m Match) *Sandbox {
 	sb := w.byID[string(w.keyBuf)]
 	if sb == nil {
 		key := string(w.keyBuf)
-		sb = &Sandbox{ID: m.ID, Namespace: m.Namespace, key: key}
+		sb = &Sandbox{ID: m.ID, Namespace: m.Namespace, key: key, name: nameInKey(key, m)}
 		if m.Rule != nil {
 			sb.Runtime = m.Rule.Name
 		}
@@ -174,6 +174,7 @@ func (w *build) underOtherRuntime(p *proc.Process, runtime string) bool {
 // group, and kills it with killpg).
 func (w *build) attributeByGroup() {
 	groups := map[int]*Sandbox{}
+	self := w.snap.Proc(w.snap.Self)
 	for i, p := range w.snap.Procs {
 		sb := w.owner[i]
 		if sb == nil || w.via[i] != ViaRule || p.PGID <= 1 {
@@ -184,7 +185,7 @@ func (w *build) attributeByGroup() {
 		}
 		// Never pull in the group sandtop runs in: a sandbox started from
 		// the operator's shell would otherwise take the shell with it.
-		if self := w.snap.ByPID[w.snap.Self]; self != nil && self.PGID == p.PGID {
+		if self != nil && self.PGID == p.PGID {
 			continue
 		}
 		if _, seen := groups[p.PGID]; !seen {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"maps"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -140,12 +139,11 @@ func reportLive(b *testing.B, snap *proc.Snapshot, held uint64) {
 func tickedCopy(snap *proc.Snapshot, tick func(p *proc.Process) bool) *proc.Snapshot {
 	s := *snap
 	s.Procs = slices.Clone(snap.Procs)
-	s.ByPID = maps.Clone(snap.ByPID)
 	for i, p := range s.Procs {
 		if tick(p) {
 			c := *p
 			c.CPUTicks++
-			s.Procs[i], s.ByPID[p.PID] = &c, &c
+			s.Procs[i] = &c
 		}
 	}
 	return &s
@@ -156,7 +154,6 @@ func tickedCopy(snap *proc.Snapshot, tick func(p *proc.Process) bool) *proc.Snap
 func withChildren(snap *proc.Snapshot, v *View, n int) *proc.Snapshot {
 	s := *snap
 	s.Procs = slices.Clone(snap.Procs)
-	s.ByPID = maps.Clone(snap.ByPID)
 	pid := snap.Procs[len(snap.Procs)-1].PID
 	for _, sb := range v.Sandboxes[:min(n, len(v.Sandboxes))] {
 		pid++
@@ -164,7 +161,6 @@ func withChildren(snap *proc.Snapshot, v *View, n int) *proc.Snapshot {
 		c := &proc.Process{PID: pid, PPID: parent.PID, PGID: parent.PGID, SID: parent.SID, State: 'S',
 			Comm: "sh", Argv: []string{"sh", "-c", "job"}, Start: parent.Start + 1, Cgroup: parent.Cgroup, Freezer: parent.Freezer}
 		s.Procs = append(s.Procs, c)
-		s.ByPID[pid] = c
 	}
 	return &s
 }

@@ -37,7 +37,7 @@ func (r *incremental) apply() *View {
 				return nil // the root changed: not a leaf's business
 			}
 		case !cgroups || (r.dirty != nil && r.dirty[k]) || (!listeners && sb.socket != "") ||
-			(sb.Supervisor != nil && snap.ByPID[sb.Supervisor.PID] != sb.Supervisor):
+			(sb.Supervisor != nil && snap.Proc(sb.Supervisor.PID) != sb.Supervisor):
 			sb = r.refresh(sb)
 		}
 		v.Sandboxes[k] = sb
@@ -122,7 +122,7 @@ func (r *incremental) rebuild(old *Sandbox, remap map[*Member]*Member) *Sandbox 
 // says about its supervisor and its badges.
 func (r *incremental) rejudge(sb, old *Sandbox) {
 	if old.Supervisor != nil {
-		sb.Supervisor = r.snap.ByPID[old.Supervisor.PID]
+		sb.Supervisor = r.snap.Proc(old.Supervisor.PID)
 	}
 	if old.socket != "" {
 		judgeSocket(sb, r.snap.Listeners)

@@ -126,11 +126,11 @@ func (r *incremental) classifyNew(n *proc.Process) (newKind, join) {
 	// The nearest ancestor that was there last time decides (newborn
 	// ancestors are walked through): a member makes n join its sandbox,
 	// anything else leaves n outside, as it left that ancestor.
-	for q, steps := snap.ByPID[n.PPID], 0; q != nil && steps <= len(snap.Procs); q, steps = snap.ByPID[q.PPID], steps+1 {
+	for q, steps := snap.Proc(n.PPID), 0; q != nil && steps <= len(snap.Procs); q, steps = snap.Proc(q.PPID), steps+1 {
 		if q.Kernel || q.PID <= 1 || q.PID == snap.Self {
 			break // the ancestor walk of rule 2 stops there too
 		}
-		if old := l.snap.ByPID[q.PID]; old == nil || old.Start != q.Start {
+		if old := l.snap.Proc(q.PID); old == nil || old.Start != q.Start {
 			// Born since: look further up, unless a rule or a process
 			// group places it, which would place n with it.
 			if _, ok := r.rules.Match(q); ok {
@@ -167,8 +167,8 @@ func (r *incremental) classifyMatched(n *proc.Process, m Match) (newKind, join) 
 	}
 	// Under another sandbox of the same ID, n folds its own into that one
 	// (see build.mergeNested); under a parent born since, that may be so.
-	if q := r.snap.ByPID[n.PPID]; q != nil {
-		if old := r.l.snap.ByPID[q.PID]; old == nil || old.Start != q.Start {
+	if q := r.snap.Proc(n.PPID); q != nil {
+		if old := r.l.snap.Proc(q.PID); old == nil || old.Start != q.Start {
 			return undecidable, join{}
 		}
 		if o := r.l.view.SandboxOf(q.ID()); o != nil && o != sb && o.ID == sb.ID {
@@ -181,7 +181,7 @@ func (r *incremental) classifyMatched(n *proc.Process, m Match) (newKind, join) 
 	if m.Rule.NestedPIDNamespace && m.Rule.onlyCgroup() {
 		// Weak cgroup evidence yields to an ancestor of another runtime
 		// (see build.underOtherRuntime): only a full Build decides that.
-		for q, steps := r.snap.ByPID[n.PPID], 0; q != nil && steps < maxSupervisorDepth; q, steps = r.snap.ByPID[q.PPID], steps+1 {
+		for q, steps := r.snap.Proc(n.PPID), 0; q != nil && steps < maxSupervisorDepth; q, steps = r.snap.Proc(q.PPID), steps+1 {
 			if o := r.l.view.SandboxOf(q.ID()); o != nil && o != sb {
 				return undecidable, join{}
 			}
@@ -198,7 +198,7 @@ func (r *incremental) mayContradict(n *proc.Process, sb *Sandbox) bool {
 	if len(sb.Conflicts) > 0 {
 		return true
 	}
-	for q, steps := r.snap.ByPID[n.PPID], 0; q != nil && steps <= len(r.snap.Procs); q, steps = r.snap.ByPID[q.PPID], steps+1 {
+	for q, steps := r.snap.Proc(n.PPID), 0; q != nil && steps <= len(r.snap.Procs); q, steps = r.snap.Proc(q.PPID), steps+1 {
 		if q.Kernel || q.PID <= 1 || q.PID == r.snap.Self {
 			break
 		}

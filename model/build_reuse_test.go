@@ -75,7 +75,6 @@ func newWorld(seed uint64) *world {
 func (w *world) snapshot() *proc.Snapshot {
 	s := snap()
 	s.Procs = slices.SortedFunc(maps.Values(w.procs), func(a, b *proc.Process) int { return a.PID - b.PID })
-	s.ByPID = maps.Clone(w.procs)
 	s.Cgroups, s.Freezers, s.Listeners = w.cgroups, w.freezers, w.listeners
 	return s
 }
@@ -270,7 +269,7 @@ func dumpView(v *View) string {
 		if p == nil {
 			return "-"
 		}
-		if v.Snapshot.ByPID[p.PID] != p {
+		if v.Snapshot.Proc(p.PID) != p {
 			return fmt.Sprintf("%d(STALE)", p.PID)
 		}
 		return fmt.Sprint(p.PID)
@@ -488,7 +487,7 @@ func TestReuseDedicationSeesOnlyEarlyMembers(t *testing.T) {
 		t.Fatalf("worker %+v, want a sticky member", m)
 	}
 	s3 := snap(
-		s2.ByPID[300], s2.ByPID[301], s2.ByPID[310],
+		s2.Proc(300), s2.Proc(301), s2.Proc(310),
 		pr(320, 301, "sim --sandbox "+id, cgroup("/"+id+"/x")),
 	)
 	got := b.Build(s3, v2)
@@ -515,7 +514,7 @@ func TestReuseNewbornUnderNewborn(t *testing.T) {
 	bld := NewBuilder(rules)
 	v1 := bld.Build(s1, nil)
 	s2 := snap(
-		s1.ByPID[300], s1.ByPID[301], s1.ByPID[302],
+		s1.Proc(300), s1.Proc(301), s1.Proc(302),
 		pr(710, 300, "sim --sandbox "+b, cgroup("/a")),
 		pr(711, 710, "job", cgroup("/a")),
 	)
@@ -523,7 +522,7 @@ func TestReuseNewbornUnderNewborn(t *testing.T) {
 	if g, w := dumpView(got), dumpView(Build(s2, rules, v1)); g != w {
 		t.Fatalf("builder:\n%s\nfull build:\n%s", g, w)
 	}
-	if sb := got.SandboxOf(s2.ByPID[711].ID()); sb == nil || sb.ID != a || len(sb.Conflicts) != 1 {
+	if sb := got.SandboxOf(s2.Proc(711).ID()); sb == nil || sb.ID != a || len(sb.Conflicts) != 1 {
 		t.Errorf("the newborn's child is in %v, want %s with the newborn's claim as a conflict", sb, a)
 	}
 }

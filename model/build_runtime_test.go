@@ -164,7 +164,7 @@ func TestPausedIsTheWorkload(t *testing.T) {
 			s.Freezers[cg] = proc.CgroupState{Exists: true, Frozen: tc.v1}
 			s.Cgroups[cg] = proc.CgroupState{Exists: true, Frozen: tc.v2}
 			if tc.shimFrozen {
-				s.ByPID[1090].Cgroup, s.Cgroups["/shim"] = "/shim", proc.CgroupState{Exists: true, Frozen: true}
+				s.Proc(1090).Cgroup, s.Cgroups["/shim"] = "/shim", proc.CgroupState{Exists: true, Frozen: true}
 			}
 			sb := one(t, Build(s, Presets(), nil), "team-a/w3b34")
 			if sb.Paused != tc.paused || sb.Frozen != tc.paused || !strings.Contains(sb.PausedNote, tc.note) {

@@ -330,8 +330,8 @@ func TestBuild(t *testing.T) {
 			name: "PID 1, sandtop itself and kernel threads are never members",
 			snap: func() *proc.Snapshot {
 				s := snap(pr(800, 2, "firecracker --api-sock /run/vm0/sock/kthread-like/x", kernel()))
-				s.ByPID[1].Argv = []string{"firecracker", "--api-sock", "/run/vm0/sock/pid-one/api.sock"}
-				s.ByPID[900].Argv = []string{"sim", "--sandbox", "sandtop-self"}
+				s.Proc(1).Argv = []string{"firecracker", "--api-sock", "/run/vm0/sock/pid-one/api.sock"}
+				s.Proc(900).Argv = []string{"sim", "--sandbox", "sandtop-self"}
 				return s
 			}(),
 			check: func(t *testing.T, v *View) {
@@ -418,7 +418,7 @@ func TestBuild(t *testing.T) {
 					pr(1100, 1, "bash", pgid(1100)),
 					pr(1101, 1100, "firecracker --api-sock /run/vm0/sock/shellvm/api.sock", pgid(1100)),
 				)
-				s.ByPID[900].PGID = 1100
+				s.Proc(900).PGID = 1100
 				return s
 			}(),
 			check: func(t *testing.T, v *View) {
@@ -592,7 +592,7 @@ func TestBuilderRemembersMatchesPerIdentity(t *testing.T) {
 	// execve keeps the identity but changes comm and argv: the memo must not
 	// survive it.
 	s2 := snap(pr(300, 1, "sim --sandbox memo-two"))
-	s2.ByPID[300].Comm = "sim2"
+	s2.Proc(300).Comm = "sim2"
 	v := b.Build(s2, nil)
 	one(t, v, "memo-two")
 	// A departed identity is forgotten.
@@ -700,7 +700,7 @@ func TestBuildMatchesAlikeOnce(t *testing.T) {
 		t.Fatalf("Build, matching in parallel:\n%s\nBuilder:\n%s", g, w)
 	}
 	in := func(pid int) string {
-		if sb := got.SandboxOf(s.ByPID[pid].ID()); sb != nil {
+		if sb := got.SandboxOf(s.Proc(pid).ID()); sb != nil {
 			return sb.Key()
 		}
 		return ""

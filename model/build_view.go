@@ -188,7 +188,7 @@ func (w *build) supervise(sb *Sandbox) {
 		pid := sb.Root.PPID
 		for depth := 0; pid > 1 && depth < maxSupervisorDepth; depth++ {
 			w.last.supWalk[pid] = struct{}{}
-			p := w.snap.ByPID[pid]
+			p := w.snap.Proc(pid)
 			if p == nil {
 				break
 			}

@@ -48,7 +48,7 @@ func TestPodContainers(t *testing.T) {
 		t.Errorf("container: pod %v id %s cgroup %s supervised %v", c.Pod != nil, c.ID, c.Cgroup, c.Supervised)
 	}
 	wantPIDs(t, c, 503, 504)
-	if again := v.Sandbox(c.Key()); again == nil || again.ID != app2 || !again.Holds(s.ByPID[504].ID()) || again.Holds(s.ByPID[502].ID()) {
+	if again := v.Sandbox(c.Key()); again == nil || again.ID != app2 || !again.Holds(s.Proc(504).ID()) || again.Holds(s.Proc(502).ID()) {
 		t.Errorf("the container is not found again by its key %q", c.Key())
 	}
 	if got, err := v.Resolve(app2[:13]); err != nil || got.ID != app2 {

@@ -662,10 +662,11 @@ func (f *Leftovers) Apply(v *View, found Found) *View {
 		if id == "" || id == "." || id == ".." || strings.HasPrefix(id, ".") || liveIn(idx[runtimeID{r.Name, id}], ns) != nil {
 			continue
 		}
-		key := keyOf(Match{Rule: r, ID: id, Namespace: ns})
+		m := Match{Rule: r, ID: id, Namespace: ns}
+		key := keyOf(m)
 		sb := byID[key]
 		if sb == nil {
-			sb = &Sandbox{ID: id, Namespace: ns, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}, key: key}
+			sb = &Sandbox{ID: id, Namespace: ns, Runtime: r.Name, Rule: r, MatchedBy: by, Vars: map[string]string{"id": id}, key: key, name: nameInKey(key, m)}
 			byID[key] = sb
 		}
 		for k, val := range vars {

@@ -197,7 +197,7 @@ func (v *View) Resources(sb *Sandbox) *Resources {
 	if i < 0 || i >= len(v.resources) {
 		return nil
 	}
-	return &v.resources[i]
+	return v.resources[i]
 }
 
 // ResourceNeeds says which cgroup figures a front end shows: Figures of
@@ -238,6 +238,7 @@ const BadgeFigures = proc.HaveOOM
 // cgroups of its sandboxes, each with the figures wanted, and their
 // members in uninterruptible sleep.
 func ResourceWants(v *View, n ResourceNeeds) (wants []proc.CgroupWant, dstate []int) {
+	wants = make([]proc.CgroupWant, 0, len(v.Sandboxes))
 	for _, sb := range v.Sandboxes {
 		if sb.Cgroup != "" || sb.Freezer != "" {
 			f := proc.AllFigures

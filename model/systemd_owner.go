@@ -19,7 +19,7 @@ func SystemdOwns(snap *proc.Snapshot, cgroupPath string) bool {
 	if snap == nil || !IsSystemdUnit(cgroupPath) {
 		return false
 	}
-	if isSystemd(snap.ByPID[1]) {
+	if isSystemd(snap.Proc(1)) {
 		return true
 	}
 	for _, p := range snap.Procs {

@@ -90,7 +90,7 @@ type View struct {
 	base *View
 	// resources holds each sandbox's figures by position, when a Watch
 	// worked them out (see View.Resources).
-	resources []Resources
+	resources []*Resources
 }
 
 // Sandbox is one sandbox: a set of processes that share an identity, which
@@ -198,6 +198,9 @@ type Sandbox struct {
 	// varsShared is set while Vars is a match's map, which sb must not
 	// write (see build.addVars).
 	varsShared bool
+	// name is Name, when the key was spelt with it (see nameInKey): the
+	// screen asks every sandbox's name at every refresh.
+	name string
 }
 
 // Member is one process of a sandbox.
@@ -227,7 +230,12 @@ type Member struct {
 
 // Name is the sandbox's qualified ID: "namespace/id", or the ID when the
 // runtime has no namespace. It is what list shows and what kill accepts.
-func (s *Sandbox) Name() string { return qualify(s.Namespace, s.ID) }
+func (s *Sandbox) Name() string {
+	if s.name != "" {
+		return s.name
+	}
+	return qualify(s.Namespace, s.ID)
+}
 
 // Key is the sandbox's identity in one string, unique within a view:
 // "runtime:namespace/id" (or "runtime:id"). Use it wherever a sandbox is

@@ -148,7 +148,9 @@ func (w *Watch) Apply(v *View) *View {
 	if v.base != nil {
 		out.base = v.base
 	}
-	out.resources = make([]Resources, len(v.Sandboxes))
+	// A sandbox whose figures did not change keeps its Resources of the
+	// view before: views are never written once handed out.
+	out.resources = make([]*Resources, len(v.Sandboxes))
 	cloned := false
 	role := func(sb *Sandbox, m *Member) role {
 		r := w.role(sb, m)
@@ -163,14 +165,15 @@ func (w *Watch) Apply(v *View) *View {
 			continue
 		}
 		cg := cgroupFigures(sb, snap)
-		if r, ok := w.lastResources(i, sb, snap, cg); ok {
+		if r := w.lastResources(i, sb, snap, cg); r != nil {
 			out.resources[i] = r
 			keepRoles(sb, seenRole)
 		} else {
-			out.resources[i] = resourcesOf(sb, snap, cg, role)
+			r := resourcesOf(sb, snap, cg, role)
+			out.resources[i] = &r
 		}
 		from[i] = workedFrom{sb: sb, cg: cg}
-		t := w.judge(sb, snap, &out.resources[i], seenD, seenKey)
+		t := w.judge(sb, snap, out.resources[i], seenD, seenKey)
 		if t == nil {
 			continue
 		}
@@ -269,7 +272,9 @@ func (w *Watch) judge(sb *Sandbox, snap *proc.Snapshot, r *Resources, seenD map[
 	if len(t.OOM) == 0 && len(t.Stuck) == 0 && t.Hollow == "" {
 		return nil
 	}
-	return &t
+	// A copy, so that only a sandbox in trouble costs an allocation.
+	found := t
+	return &found
 }
 
 // findVictims judges, for each kill of the log not judged before, whose
@@ -297,7 +302,7 @@ func (w *Watch) findVictims(kills []proc.OOMKill) {
 		}
 		var v victim
 		if last := w.last; last != nil && last.Snapshot != nil {
-			p := last.Snapshot.ByPID[k.PID]
+			p := last.Snapshot.Proc(k.PID)
 			if p != nil && p.Comm == unescapeHex(k.Comm) && !last.Snapshot.StartTime(p).After(k.Time) {
 				if sb := last.SandboxOf(p.ID()); sb != nil {
 					v = victim{sandbox: sb.Key(), vmm: w.roles[p.ID()] == roleGuest}

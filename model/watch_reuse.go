@@ -30,19 +30,20 @@ func cgroupFigures(sb *Sandbox, snap *proc.Snapshot) *proc.CgroupResources {
 }
 
 // lastResources returns the resources the last Apply worked out for sb
-// at position i, when they stand for snap.
-func (w *Watch) lastResources(i int, sb *Sandbox, snap *proc.Snapshot, cg *proc.CgroupResources) (Resources, bool) {
+// at position i, when they stand for snap; nil when they do not.
+func (w *Watch) lastResources(i int, sb *Sandbox, snap *proc.Snapshot, cg *proc.CgroupResources) *Resources {
 	if w.last == nil || i >= len(w.from) || i >= len(w.last.resources) || snap.ClockTicks != w.lastTicks {
-		return Resources{}, false
+		return nil
 	}
 	f := w.from[i]
-	// The figures are compared, not the pointers: each snapshot has new
-	// ones. Struct equality takes -0 for 0 in the float figures, and no
-	// figure the kernel writes is negative.
-	if f.sb != sb || (f.cg == nil) != (cg == nil) || (cg != nil && *cg != *f.cg) {
-		return Resources{}, false
+	// The figures are compared, not only the pointers: a reader hands
+	// out new ones when it reads a cgroup again. Struct equality takes
+	// -0 for 0 in the float figures, and no figure the kernel writes is
+	// negative.
+	if f.sb != sb || (f.cg == nil) != (cg == nil) || (cg != nil && cg != f.cg && *cg != *f.cg) {
+		return nil
 	}
-	return w.last.resources[i], true
+	return w.last.resources[i]
 }
 
 // keepRoles marks the roles of sb's members as met, as working its

@@ -67,7 +67,7 @@ func TestScanSkipsListingWithoutBirths(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	snap := scan(t, s)
-	if snap.ByPID[cmd.Process.Pid] == nil {
+	if snap.Proc(cmd.Process.Pid) == nil {
 		t.Fatalf("a child born before the scan is missing (listed: %d)", s.reads.list)
 	}
 	t.Logf("skipped a listing in 3 refreshes (other work on the host forks): %v", skipped)

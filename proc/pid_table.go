@@ -91,6 +91,10 @@ type pidSlot struct {
 	// scan was asked to carry the stat.
 	pidfd         int
 	exited, aside bool
+	// entry is the scanner's cache entry for this process as of the last
+	// scan (see remember): the scan hands it to quiet and to the static
+	// pass, which would otherwise look the identity up twice per process.
+	entry *cacheEntry
 }
 
 // reuse is what a scan may do with a process's last stat.
@@ -113,8 +117,9 @@ const (
 type statRead struct {
 	st pidStat
 	// entry holds the static fields for this scan: cached, or read for a
-	// new identity by readStatics.
-	entry *cacheEntry
+	// new identity by readStatics. last is the entry the pid's slot kept
+	// from the scan before (pidSlot.entry), for readStatics to check.
+	entry, last *cacheEntry
 	// gone is set when the process could not be read (it exited since the
 	// listing, or its stat makes no sense) or vanished while its static
 	// fields were read.
@@ -188,14 +193,15 @@ func newPIDTable(root string, fds *fdBudget) pidTable {
 // stats read in n, and reads with up to workers goroutines. quiet, when
 // not nil, says of each identity whether its stat may be reused from the
 // last scan (its cgroup did not run since; see cgroup_cpu.go), and if so
-// sets that stat.
+// sets that stat; it is handed the cache entry the slot kept, which may
+// no longer be the identity's (see scanCache.entry).
 //
 // The work is in three passes: matching the listing against the last
 // scan's pids (departed ones lose their descriptor at once), reading every
 // stat, and settling the results. Only the reads, ~95% of a steady refresh
 // and all of it kernel time (pread regenerates the stat text), run in
 // parallel: each goroutine reads its own slots into its own buffer.
-func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity, *pidStat) reuse) ([]statRead, error) {
+func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func(Identity, *cacheEntry, *pidStat) reuse) ([]statRead, error) {
 	var pids []int
 	none := t.births.none()
 	from, to, probe := t.births.span()
@@ -257,14 +263,14 @@ func (t *pidTable) scan(found []statRead, n *readCounts, workers int, quiet func
 	t.pollExits()
 	for k := range t.slots {
 		sl := &t.slots[k]
-		reads[k] = statRead{}
+		reads[k] = statRead{last: sl.entry}
 		// quiet is asked even in the scan that reads this process anyway:
 		// it is also what finds a process that left its cgroup, in the
 		// one scan of reuseRounds that checks the cgroup's members, which
 		// may be this one.
 		q := reuseNone
 		if quiet != nil && sl.have {
-			q = quiet(Identity{PID: sl.pid, Start: sl.start}, &reads[k].st)
+			q = quiet(Identity{PID: sl.pid, Start: sl.start}, sl.entry, &reads[k].st)
 		}
 		switch {
 		case q == reuseAside && (sl.pidfd < 0 || sl.exited):
@@ -325,6 +331,7 @@ func (t *pidTable) settle(reads []statRead, results []readResult) {
 		}
 		if slot.start != r.st.start {
 			t.unwatchExit(&slot) // not the process it was opened on
+			slot.entry = nil
 		}
 		slot.start, slot.comm, slot.have = r.st.start, r.st.comm, true
 		if !slot.reuse {
@@ -334,6 +341,31 @@ func (t *pidTable) settle(reads []statRead, results []readResult) {
 	}
 	clear(t.slots[len(kept):])
 	t.slots = kept
+}
+
+// remember keeps in each slot the cache entry found gives its process
+// (nil for one gone), for the next scan. found is what this scan's stat
+// pass returned, completed by the static pass: its processes not gone are
+// the slots, in the same order, bar those the static pass found gone.
+func (t *pidTable) remember(found []statRead) {
+	k := 0
+	for i := range found {
+		f := &found[i]
+		for k < len(t.slots) && t.slots[k].pid < f.st.pid {
+			t.slots[k].entry = nil
+			k++
+		}
+		if k == len(t.slots) {
+			return
+		}
+		if sl := &t.slots[k]; sl.pid == f.st.pid && !f.gone {
+			sl.entry = f.entry
+			k++
+		}
+	}
+	for ; k < len(t.slots); k++ {
+		t.slots[k].entry = nil
+	}
 }
 
 // isLeader reports whether pid is a live process, the leader of its
@@ -362,18 +394,24 @@ func (t *pidTable) isLeader(pid int) bool {
 // many it read.
 func (t *pidTable) checkParents(reads []statRead, results []readResult) int {
 	n := 0
+	// Siblings sit next to each other by pid: the parent of the process
+	// before is not searched for again.
+	lastPPID, j := -1, -1
 	for k := range t.slots {
 		sl := &t.slots[k]
 		if !sl.reuse {
 			continue
 		}
 		ppid := reads[k].st.ppid
-		if j := t.indexOf(ppid); ppid == 0 || j >= 0 && results[j] == readOK &&
+		if ppid != lastPPID {
+			lastPPID, j = ppid, t.indexOf(ppid)
+		}
+		if ppid == 0 || j >= 0 && results[j] == readOK &&
 			reads[j].st.start == sl.parentStart && !reads[j].st.exited() {
 			continue
 		}
 		sl.reuse = false
-		reads[k] = statRead{}
+		reads[k] = statRead{last: sl.entry}
 		results[k] = t.read(sl, &reads[k].st, t.bufs[0])
 		n++
 	}

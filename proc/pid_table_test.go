@@ -104,7 +104,7 @@ func TestScanClosesDescriptorsOfDeparted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !proctest.Eventually(5*time.Second, func() bool { p := scan(t, s).ByPID[pid]; return p != nil && p.Comm == "sleep" }) {
+	if !proctest.Eventually(5*time.Second, func() bool { p := scan(t, s).Proc(pid); return p != nil && p.Comm == "sleep" }) {
 		t.Fatalf("child %d never seen", pid)
 	}
 	checkHeldCount(t, s)
@@ -117,7 +117,7 @@ func TestScanClosesDescriptorsOfDeparted(t *testing.T) {
 		t.Fatalf("fd %d -> %q, %v; want %s", fd, target, err, statPath("/proc", pid))
 	}
 	stopChild(t, child)
-	if p := scan(t, s).ByPID[pid]; p != nil && p.Comm == "sleep" {
+	if p := scan(t, s).Proc(pid); p != nil && p.Comm == "sleep" {
 		t.Fatalf("reaped child still scanned: %+v", *p)
 	}
 	if target, err := os.Readlink(link); err == nil && target == statPath("/proc", pid) {
@@ -139,7 +139,7 @@ func TestScanVerifiesHeldIdentity(t *testing.T) {
 	defer s.Close()
 	var want *Process
 	if !proctest.Eventually(5*time.Second, func() bool {
-		want = scan(t, s).ByPID[pid]
+		want = scan(t, s).Proc(pid)
 		return want != nil && slices.Contains(want.Argv, "verify-me")
 	}) {
 		t.Fatalf("child %d never seen", pid)
@@ -149,7 +149,7 @@ func TestScanVerifiesHeldIdentity(t *testing.T) {
 		t.Fatalf("no descriptor held for %d", pid)
 	}
 	s.pids.slots[i].start++ // as if the descriptor had been opened on another process
-	got := scan(t, s).ByPID[pid]
+	got := scan(t, s).Proc(pid)
 	if got == nil || got.ID() != want.ID() || !slices.Equal(got.Argv, want.Argv) {
 		t.Fatalf("after a start-time mismatch: %+v, want %+v", got, want)
 	}
@@ -175,7 +175,7 @@ func TestScanFDBudget(t *testing.T) {
 		if int64(len(snap.Procs)) <= s.fds.limit.Load() || s.fds.held.Load() > s.fds.limit.Load() {
 			t.Fatalf("%d processes, %d descriptors held; want more processes than the budget of %d", len(snap.Procs), s.fds.held.Load(), s.fds.limit.Load())
 		}
-		if p := snap.ByPID[child.Process.Pid]; p == nil || p.Partial {
+		if p := snap.Proc(child.Process.Pid); p == nil || p.Partial {
 			t.Errorf("child read under the budget: %+v", p)
 		}
 		checkHeldCount(t, s)
@@ -250,10 +250,10 @@ func TestScanShedsOnEMFILE(t *testing.T) {
 	})
 	s.fds.limit.Store(1 << 20) // believe there is room, so EMFILE comes first
 	snap := scan(t, s)
-	if p := snap.ByPID[child.Process.Pid]; p == nil {
+	if p := snap.Proc(child.Process.Pid); p == nil {
 		t.Fatalf("child missing from a scan that ran out of descriptors")
 	}
-	if snap.ByPID[os.Getpid()] == nil || len(snap.Procs) < 20 {
+	if snap.Proc(os.Getpid()) == nil || len(snap.Procs) < 20 {
 		t.Fatalf("scan that ran out of descriptors has %d processes", len(snap.Procs))
 	}
 	if s.fds.limit.Load() >= 1<<20 {
@@ -365,7 +365,7 @@ func TestScanParallelReads(t *testing.T) {
 	if !proctest.Eventually(5*time.Second, func() bool {
 		snap := scan(t, serial)
 		for _, pid := range kids {
-			if p := snap.ByPID[pid]; p == nil || p.Comm != "sleep" {
+			if p := snap.Proc(pid); p == nil || p.Comm != "sleep" {
 				return false
 			}
 		}
@@ -381,7 +381,7 @@ func TestScanParallelReads(t *testing.T) {
 			if want.PPID != os.Getpid() && want.PID != os.Getpid() {
 				continue
 			}
-			got := p.ByPID[want.PID]
+			got := p.Proc(want.PID)
 			if got == nil || got.ID() != want.ID() || got.Comm != want.Comm || !slices.Equal(got.Argv, want.Argv) {
 				t.Errorf("scan %d, pid %d: parallel %+v, serial %+v", i, want.PID, got, want)
 			}

@@ -4,6 +4,7 @@
 package proc
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -98,6 +99,18 @@ func (p *Process) Zombie() bool { return p.State == 'Z' || p.State == 'X' }
 // Stopped reports whether the process is stopped by a signal or a tracer.
 func (p *Process) Stopped() bool { return p.State == 'T' || p.State == 't' }
 
+// Proc returns the process with pid, or nil. It searches Procs, which
+// are sorted by pid, so that a scan builds no index of its own: a map of
+// every pid would be allocated and filled at every refresh, and marked by
+// every collection, for the few lookups a steady refresh makes.
+func (s *Snapshot) Proc(pid int) *Process {
+	i, ok := slices.BinarySearchFunc(s.Procs, pid, func(p *Process, pid int) int { return cmp.Compare(p.PID, pid) })
+	if !ok {
+		return nil
+	}
+	return s.Procs[i]
+}
+
 // CgroupState is what cgroupfs says about one cgroup directory.
 type CgroupState struct {
 	// Frozen is cgroup.events "frozen 1" (v2) or freezer.state FROZEN or
@@ -122,10 +135,8 @@ type Snapshot struct {
 	// Self is the pid of the scanning process (sandtop), as the scanned
 	// /proc sees it.
 	Self int
-	// Procs is every process, sorted by pid.
+	// Procs is every process, sorted by pid (Proc relies on it).
 	Procs []*Process
-	// ByPID indexes Procs.
-	ByPID map[int]*Process
 	// Cgroups maps a v2 cgroup path (as in Process.Cgroup) to its state, for
 	// every path some process is in.
 	Cgroups map[string]CgroupState

@@ -41,6 +41,10 @@ type ResourceReader struct {
 	held    map[CgroupKey]*heldCgroup
 	parents map[string]*heldParent
 	gen     uint64
+	// res is where cgroup gathers one cgroup's figures: the parsers are
+	// reached through function values, so a local would be moved to the
+	// heap for every cgroup read, changed or not.
+	res CgroupResources
 }
 
 // NewResourceReader reads under procRoot ("" for /proc) and the cgroup
@@ -107,8 +111,7 @@ func (r *ResourceReader) Read(snap *Snapshot, wants []CgroupWant, pids []int) {
 		snap.Resources = make(map[CgroupKey]*CgroupResources, len(wants))
 		for _, w := range wants {
 			if _, ok := snap.Resources[w.Key]; !ok && w.Figures != 0 {
-				res := r.cgroup(w.Key, w.Figures)
-				snap.Resources[w.Key] = &res
+				snap.Resources[w.Key] = r.cgroup(w.Key, w.Figures)
 			}
 		}
 	}
@@ -119,7 +122,7 @@ func (r *ResourceReader) Read(snap *Snapshot, wants []CgroupWant, pids []int) {
 	}
 	r.closeParents(false)
 	for _, pid := range pids {
-		p := snap.ByPID[pid]
+		p := snap.Proc(pid)
 		if p == nil || p.State != 'D' {
 			continue
 		}
@@ -151,7 +154,7 @@ func (r *ResourceReader) wchan(pid int) string {
 // cgroup reads the figures want of one cgroup: each from v2 where the
 // host has it there, else from v1 (a hybrid host binds memory, pids, cpu
 // and blkio to v1).
-func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
+func (r *ResourceReader) cgroup(k CgroupKey, want Figure) *CgroupResources {
 	h := r.held[k]
 	if h == nil {
 		h = r.newHeld(k)
@@ -159,7 +162,8 @@ func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
 	}
 	h.gen = r.gen
 	h.round++
-	res := CgroupResources{Asked: want}
+	res := &r.res
+	*res = CgroupResources{Asked: want}
 	// The kernel recomputes a pressure file's averages every two seconds
 	// (PSI_FREQ): read more often, it says the same.
 	psiFresh := h.round%psiRounds == 0
@@ -213,12 +217,19 @@ func (r *ResourceReader) cgroup(k CgroupKey, want Figure) CgroupResources {
 			}
 			continue
 		}
-		f.parse(data, &res)
+		f.parse(data, res)
 	}
 	r.keepParent(h)
 	h.closeUnused(r)
-	h.last, h.scan = res, scan
-	return res
+	h.scan = scan
+	// An unchanged reading is handed out again, as the scan does with an
+	// unchanged Process: snapshots never write what they hold, and a
+	// quiet cgroup then costs no allocation.
+	if h.last == nil || *h.last != *res {
+		h.last = new(CgroupResources)
+		*h.last = *res
+	}
+	return h.last
 }
 
 // pressureFigures are the figures of the pressure files; psiRounds is
@@ -393,7 +404,7 @@ type heldCgroup struct {
 	round                uint
 	// last is what the last Read found, after the start of scan number
 	// scan (0: no scanner says).
-	last CgroupResources
+	last *CgroupResources
 	scan uint64
 }
 

@@ -263,6 +263,7 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 		s.testHookAfterStat()
 	}
 	s.readStatics(kthreadd)
+	s.pids.remember(s.found)
 	live := 0
 	for i := range s.found {
 		if !s.found[i].gone {
@@ -277,7 +278,6 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 		Hostname:   s.readHostname(),
 		Self:       s.self,
 		Procs:      make([]*Process, 0, live),
-		ByPID:      make(map[int]*Process, live),
 		Mounts:     s.mounts,
 		Settled:    h.Settled,
 		Carried:    slices.Clone(s.pids.carried),
@@ -305,12 +305,15 @@ func (s *Scanner) ScanWith(h ScanHints) (*Snapshot, error) {
 			p, e.proc = &np, &np
 		}
 		snap.Procs = append(snap.Procs, p)
-		snap.ByPID[p.PID] = p
 		if p.Partial {
 			snap.PartlyUnreadable++
 		}
 	}
-	s.cache.sweep(s.gen)
+	// Every live process's entry is in the cache, marked with this
+	// generation, each identity once: entries beyond those are the exited.
+	if s.cache.len() > live {
+		s.cache.sweep(s.gen)
+	}
 	snap.Cgroups, snap.Freezers = s.cgroupStates(snap.Procs)
 	// The socket table is an extra; failing to read it must not cost the
 	// whole snapshot.
@@ -331,7 +334,7 @@ func (s *Scanner) readStats(h ScanHints) (kthreadd bool, err error) {
 	// cgroup dropped with the rest of its entry, to be read again. The
 	// pids in cgroup.procs are those of sandtop's own pid namespace, so
 	// only a /proc of that namespace can be compared with them.
-	var quiet func(Identity, *pidStat) reuse
+	var quiet func(Identity, *cacheEntry, *pidStat) reuse
 	s.moved = s.moved[:0]
 	q := s.cpu.start()
 	s.cpu.settle(h.Settled)
@@ -342,8 +345,8 @@ func (s *Scanner) readStats(h ScanHints) (kthreadd bool, err error) {
 		var lastCgroup string
 		var lastF *cpuFile
 		var lastOK, looked bool
-		quiet = func(id Identity, last *pidStat) reuse {
-			e := s.cache.entries[id]
+		quiet = func(id Identity, hint *cacheEntry, last *pidStat) reuse {
+			e := s.cache.entry(id, hint)
 			if e == nil || e.proc.Zombie() {
 				return reuseNone
 			}

@@ -79,7 +79,7 @@ func TestScanCarriesAsideStats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if snap.ByPID[pid] == nil {
+		if snap.Proc(pid) == nil {
 			t.Fatalf("pid %d not in the snapshot", pid)
 		}
 		return snap
@@ -87,10 +87,10 @@ func TestScanCarriesAsideStats(t *testing.T) {
 	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'S' })
 	var first *Process
 	for range 3 { // past a young process's second read
-		first = scan(ScanHints{}).ByPID[pid]
+		first = scan(ScanHints{}).Proc(pid)
 	}
 	hints := ScanHints{Aside: map[Identity]bool{first.ID(): true}}
-	if snap := scan(hints); snap.IsCarried(snap.ByPID[pid]) {
+	if snap := scan(hints); snap.IsCarried(snap.Proc(pid)) {
 		t.Fatal("carried at the scan that began to watch it")
 	}
 	pidfd := asideSlot(s, pid).pidfd
@@ -101,12 +101,12 @@ func TestScanCarriesAsideStats(t *testing.T) {
 	// CPU used between reads is carried, then read within reuseRounds.
 	carried, read := false, false
 	for try := 0; try < 5 && !(carried && read); try++ {
-		before := scan(hints).ByPID[pid].CPUTicks
+		before := scan(hints).Proc(pid).CPUTicks
 		work()
 		carried, read = false, false
 		for range reuseRounds {
 			snap := scan(hints)
-			p := snap.ByPID[pid]
+			p := snap.Proc(pid)
 			switch {
 			case snap.IsCarried(p) && p.CPUTicks == before:
 				carried = true
@@ -132,7 +132,7 @@ func TestScanCarriesAsideStats(t *testing.T) {
 	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'T' })
 	shown := -1
 	for i := range reuseRounds + 1 {
-		if p := scan(hints).ByPID[pid]; p.State == 'T' {
+		if p := scan(hints).Proc(pid); p.State == 'T' {
 			shown = i
 			break
 		}
@@ -141,7 +141,7 @@ func TestScanCarriesAsideStats(t *testing.T) {
 		t.Fatalf("pid %d stopped: not shown in %d scans", pid, reuseRounds+1)
 	}
 	for i := range reuseRounds {
-		if snap := scan(hints); snap.IsCarried(snap.ByPID[pid]) {
+		if snap := scan(hints); snap.IsCarried(snap.Proc(pid)) {
 			t.Fatalf("stopped pid %d carried at scan %d", pid, i)
 		}
 	}
@@ -156,7 +156,7 @@ func TestScanCarriesAsideStats(t *testing.T) {
 
 	// Killed (and not reaped): the next scan shows the zombie.
 	for range 2 * reuseRounds {
-		if snap := scan(hints); snap.IsCarried(snap.ByPID[pid]) {
+		if snap := scan(hints); snap.IsCarried(snap.Proc(pid)) {
 			break
 		}
 	}
@@ -167,11 +167,11 @@ func TestScanCarriesAsideStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'Z' })
-	if p := scan(hints).ByPID[pid]; p.State != 'Z' {
+	if p := scan(hints).Proc(pid); p.State != 'Z' {
 		t.Fatalf("pid %d killed: the next scan shows state %c", pid, p.State)
 	}
 	stopChild(t, cmd)
-	if snap, err := s.ScanWith(hints); err != nil || snap.ByPID[pid] != nil {
+	if snap, err := s.ScanWith(hints); err != nil || snap.Proc(pid) != nil {
 		t.Fatalf("pid %d reaped, still in the snapshot (%v)", pid, err)
 	}
 	if pidfdOf(pidfd, pid) {

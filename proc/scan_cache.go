@@ -79,6 +79,10 @@ type cacheEntry struct {
 	// kernel thread: most likely one caught inside execve (see
 	// scanCache.lookup), so each scan reads cmdline again until it is not.
 	argvLate bool
+	// dropped marks an entry the cache no longer holds (the process
+	// exited, moved or exec'd): a pid slot that still points at it
+	// (pidSlot.entry) must look its identity up again.
+	dropped bool
 }
 
 // setStatic replaces the static fields of the entry's Process, their
@@ -99,10 +103,21 @@ func newScanCache() scanCache {
 	return scanCache{entries: map[Identity]*cacheEntry{}}
 }
 
-// lookup returns the entry for id, or nil when there is none or when comm or
-// startCode show the process has exec'd since the entry was made.
-func (c *scanCache) lookup(id Identity, comm string, startCode uint64) *cacheEntry {
-	e := c.entries[id]
+// entry returns the entry for id: hint when it is that entry still (the
+// one a pid slot kept from the last scan, which spares the map a lookup
+// per process), else the cache's, or nil.
+func (c *scanCache) entry(id Identity, hint *cacheEntry) *cacheEntry {
+	if hint != nil && !hint.dropped && hint.proc.PID == id.PID && hint.proc.Start == id.Start {
+		return hint
+	}
+	return c.entries[id]
+}
+
+// lookup returns the entry for id (see entry for hint), or nil when there
+// is none or when comm or startCode show the process has exec'd since the
+// entry was made.
+func (c *scanCache) lookup(id Identity, hint *cacheEntry, comm string, startCode uint64) *cacheEntry {
+	e := c.entry(id, hint)
 	if e == nil || e.proc.Comm != comm {
 		return nil
 	}
@@ -121,6 +136,9 @@ func (c *scanCache) reserve(n int) {
 }
 
 func (c *scanCache) store(id Identity, e *cacheEntry) {
+	if old := c.entries[id]; old != nil && old != e {
+		old.dropped = true
+	}
 	c.entries[id] = e
 }
 
@@ -128,11 +146,17 @@ func (c *scanCache) store(id Identity, e *cacheEntry) {
 func (c *scanCache) sweep(gen uint64) {
 	for id, e := range c.entries {
 		if e.gen != gen {
+			e.dropped = true
 			delete(c.entries, id)
 		}
 	}
 }
 
-func (c *scanCache) drop(id Identity) { delete(c.entries, id) }
+func (c *scanCache) drop(id Identity) {
+	if e := c.entries[id]; e != nil {
+		e.dropped = true
+		delete(c.entries, id)
+	}
+}
 
 func (c *scanCache) len() int { return len(c.entries) }

@@ -14,7 +14,6 @@ import (
 // returned it.
 type snapshotCopy struct {
 	procs               []Process
-	byPID               map[int]Process
 	cgroups, freezers   map[string]CgroupState
 	listeners           map[string]bool
 	partly              int
@@ -25,7 +24,7 @@ type snapshotCopy struct {
 
 func copySnapshot(name string, s *Snapshot) snapshotCopy {
 	c := snapshotCopy{
-		byPID: make(map[int]Process, len(s.ByPID)), name: name, partly: s.PartlyUnreadable,
+		name: name, partly: s.PartlyUnreadable,
 		cgroups: maps.Clone(s.Cgroups), freezers: maps.Clone(s.Freezers), listeners: maps.Clone(s.Listeners),
 	}
 	deep := func(p *Process) Process {
@@ -35,9 +34,6 @@ func copySnapshot(name string, s *Snapshot) snapshotCopy {
 	}
 	for _, p := range s.Procs {
 		c.procs = append(c.procs, deep(p))
-	}
-	for pid, p := range s.ByPID {
-		c.byPID[pid] = deep(p)
 	}
 	return c
 }
@@ -52,9 +48,9 @@ func (c snapshotCopy) check(t *testing.T, s *Snapshot) {
 			t.Errorf("snapshot %q: process %d modified after Scan returned:\nwas %+v\nnow %+v", c.name, p.PID, c.procs[i], *p)
 		}
 	}
-	for pid, p := range s.ByPID {
-		if want, ok := c.byPID[pid]; !ok || !reflect.DeepEqual(*p, want) {
-			t.Errorf("snapshot %q: ByPID[%d] modified after Scan returned", c.name, pid)
+	for _, p := range s.Procs {
+		if s.Proc(p.PID) != p {
+			t.Errorf("snapshot %q: Proc(%d) is not the process of Procs", c.name, p.PID)
 		}
 	}
 	if !maps.Equal(s.Cgroups, c.cgroups) || !maps.Equal(s.Freezers, c.freezers) ||
@@ -123,7 +119,7 @@ func TestScanNeverModifiesSnapshots(t *testing.T) {
 		if len(snaps) > 0 {
 			prev := snaps[len(snaps)-1]
 			for _, p := range snap.Procs {
-				if prev.ByPID[p.PID] == p {
+				if prev.Proc(p.PID) == p {
 					c.sharedWithPrevious++
 				}
 			}
@@ -138,7 +134,7 @@ func TestScanNeverModifiesSnapshots(t *testing.T) {
 	if c := copies[1]; c.sharedWithPrevious != c.processesInPrevious {
 		t.Errorf("unchanged refresh shared %d of %d processes, want all", c.sharedWithPrevious, c.processesInPrevious)
 	}
-	if got := snaps[len(snaps)-1].ByPID[100].Cgroup; got != "/sandboxes/box1" {
+	if got := snaps[len(snaps)-1].Proc(100).Cgroup; got != "/sandboxes/box1" {
 		t.Errorf("after Invalidate: pid 100 Cgroup = %q, want /sandboxes/box1", got)
 	}
 }

@@ -53,7 +53,7 @@ func TestScanLazy(t *testing.T) {
 		t.Fatalf("lazy scan has %d processes, full %d", len(lazy.Procs), len(full.Procs))
 	}
 	for _, f := range full.Procs {
-		l := *lazy.ByPID[f.PID]
+		l := *lazy.Proc(f.PID)
 		want := *f
 		switch {
 		case f.Kernel:
@@ -90,7 +90,7 @@ func TestScanLazy(t *testing.T) {
 			t.Errorf("seeded full scan reads = %+v, want only the unread: status 8, exe 5, cwd 6", fs.reads)
 		}
 		for _, f := range full.Procs {
-			if g := got.ByPID[f.PID]; !reflect.DeepEqual(*g, *f) {
+			if g := got.Proc(f.PID); !reflect.DeepEqual(*g, *f) {
 				t.Errorf("pid %d after the seeded scan:\n got  %+v\n want %+v", f.PID, *g, *f)
 			}
 		}

@@ -108,18 +108,18 @@ func TestScanLiveChildren(t *testing.T) {
 	var snap *Snapshot
 	settled := func() bool {
 		snap = scan(t, s)
-		p, q := snap.ByPID[sleeper.Process.Pid], snap.ByPID[stopped.Process.Pid]
+		p, q := snap.Proc(sleeper.Process.Pid), snap.Proc(stopped.Process.Pid)
 		return p != nil && p.State == 'S' && p.Comm == "sleep" && q != nil && q.State == 'T'
 	}
 	if !proctest.Eventually(5*time.Second, settled) {
-		t.Fatalf("children did not settle: %+v %+v", snap.ByPID[sleeper.Process.Pid], snap.ByPID[stopped.Process.Pid])
+		t.Fatalf("children did not settle: %+v %+v", snap.Proc(sleeper.Process.Pid), snap.Proc(stopped.Process.Pid))
 	}
-	self := snap.ByPID[os.Getpid()]
+	self := snap.Proc(os.Getpid())
 	if self == nil || snap.Self != os.Getpid() {
 		t.Fatalf("the test process %d is not in the snapshot (Self = %d)", os.Getpid(), snap.Self)
 	}
 
-	p := snap.ByPID[sleeper.Process.Pid]
+	p := snap.Proc(sleeper.Process.Pid)
 	exe, _ := filepath.EvalSymlinks("/bin/sleep")
 	cwd, _ := filepath.EvalSymlinks(dir)
 	checks := []struct {
@@ -138,7 +138,7 @@ func TestScanLiveChildren(t *testing.T) {
 		{"Threads", p.Threads, 1},
 		{"RSS > 0", p.RSS > 0, true},
 		{"NSpid", fmt.Sprint(p.NSpid), fmt.Sprint([]int{p.PID})},
-		{"Stopped()", snap.ByPID[stopped.Process.Pid].Stopped(), true},
+		{"Stopped()", snap.Proc(stopped.Process.Pid).Stopped(), true},
 	}
 	for _, c := range checks {
 		if fmt.Sprint(c.got) != fmt.Sprint(c.want) {
@@ -158,8 +158,8 @@ func TestScanLiveChildren(t *testing.T) {
 	if err != nil || !slices.Equal(fresh.Argv, p.Argv) || fresh.Cgroup != p.Cgroup || fresh.Exe != p.Exe {
 		t.Errorf("readProcess = %+v, %v; want the scanned %+v", fresh, err, p)
 	}
-	if snap.ByPID[2] != nil && !snap.ByPID[2].Kernel {
-		t.Errorf("pid 2 (%s) not a kernel thread", snap.ByPID[2].Comm)
+	if snap.Proc(2) != nil && !snap.Proc(2).Kernel {
+		t.Errorf("pid 2 (%s) not a kernel thread", snap.Proc(2).Comm)
 	}
 }
 
@@ -177,13 +177,13 @@ func TestScanLiveCache(t *testing.T) {
 	var first *Snapshot
 	if !proctest.Eventually(5*time.Second, func() bool {
 		first = scan(t, s)
-		p := first.ByPID[pid]
+		p := first.Proc(pid)
 		return p != nil && slices.Contains(p.Argv, "cache-me")
 	}) {
 		t.Fatalf("child %d never showed its argv", pid)
 	}
 	second := scan(t, s)
-	p1, p2 := first.ByPID[pid], second.ByPID[pid]
+	p1, p2 := first.Proc(pid), second.Proc(pid)
 	// A sleeping child's stat does not change between two quick scans, so
 	// its *Process is shared; if it did change (it was scheduled), the
 	// Process must be fresh and the old one untouched.
@@ -196,7 +196,7 @@ func TestScanLiveCache(t *testing.T) {
 	}
 	shared := 0
 	for _, p := range second.Procs {
-		if first.ByPID[p.PID] == p {
+		if first.Proc(p.PID) == p {
 			shared++
 		}
 	}
@@ -205,7 +205,7 @@ func TestScanLiveCache(t *testing.T) {
 	}
 	births := 0
 	for _, p := range second.Procs {
-		if q := first.ByPID[p.PID]; q == nil || q.ID() != p.ID() || q.Comm != p.Comm {
+		if q := first.Proc(p.PID); q == nil || q.ID() != p.ID() || q.Comm != p.Comm {
 			births++
 		}
 	}
@@ -221,7 +221,7 @@ func TestScanLiveCache(t *testing.T) {
 	id := p1.ID()
 	stopChild(t, child)
 	third := scan(t, s)
-	if p := third.ByPID[pid]; p != nil && p.ID() == id {
+	if p := third.Proc(pid); p != nil && p.ID() == id {
 		t.Errorf("reaped child %v still in the snapshot", id)
 	}
 	if _, ok := s.cache.entries[id]; ok {
@@ -253,21 +253,21 @@ func TestScanLiveExecSameComm(t *testing.T) {
 	defer s.Close()
 	showing := func(arg string) func() bool {
 		return func() bool {
-			p := scan(t, s).ByPID[pid]
+			p := scan(t, s).Proc(pid)
 			return p != nil && p.Comm == "sh" && slices.Contains(p.Argv, arg)
 		}
 	}
 	if !proctest.Eventually(5*time.Second, showing("first-program")) {
 		t.Fatalf("pid %d never showed the first program", pid)
 	}
-	id := scan(t, s).ByPID[pid].ID()
+	id := scan(t, s).Proc(pid).ID()
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
 	if !proctest.Eventually(5*time.Second, showing("second-program")) {
-		t.Fatalf("pid %d: scan still shows %q after the exec", pid, scan(t, s).ByPID[pid].Argv)
+		t.Fatalf("pid %d: scan still shows %q after the exec", pid, scan(t, s).Proc(pid).Argv)
 	}
-	if got := scan(t, s).ByPID[pid].ID(); got != id {
+	if got := scan(t, s).Proc(pid).ID(); got != id {
 		t.Errorf("identity changed across exec: %v -> %v", id, got)
 	}
 }
@@ -293,12 +293,12 @@ func TestScanLiveChurn(t *testing.T) {
 	}()
 	defer func() { cancel(); wg.Wait() }()
 	hasArgv := func(p *Process) bool { return p != nil && slices.Contains(p.Argv, "steady") }
-	if !proctest.Eventually(5*time.Second, func() bool { return hasArgv(scan(t, s).ByPID[steady.Process.Pid]) }) {
+	if !proctest.Eventually(5*time.Second, func() bool { return hasArgv(scan(t, s).Proc(steady.Process.Pid)) }) {
 		t.Fatalf("steady child %d never showed its argv", steady.Process.Pid)
 	}
 	for i := range 30 {
 		snap := scan(t, s)
-		p := snap.ByPID[steady.Process.Pid]
+		p := snap.Proc(steady.Process.Pid)
 		if !hasArgv(p) || p.Partial {
 			t.Fatalf("scan %d: steady child = %+v", i, p)
 		}
@@ -369,20 +369,20 @@ func TestScanLiveFrozenCgroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			before := tt.path(scan(t, s).ByPID[pid])
+			before := tt.path(scan(t, s).Proc(pid))
 			// A young process's cgroup is read again on its second scan
 			// (cacheEntry.young); past that, a move goes unseen.
 			scan(t, s)
 			writeFile(t, filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid))
 
 			// The cache keeps the old path until told: the documented trade-off.
-			p := scan(t, s).ByPID[pid]
+			p := scan(t, s).Proc(pid)
 			if got := tt.path(p); got != before {
 				t.Errorf("cached path after migration = %q, want the stale %q", got, before)
 			}
 			s.Invalidate(p.ID())
 			snap := scan(t, s)
-			path := tt.path(snap.ByPID[pid])
+			path := tt.path(snap.Proc(pid))
 			if tt.dirOf(path) != dir {
 				t.Fatalf("after Invalidate: path %q maps to %q, want %q", path, tt.dirOf(path), dir)
 			}

@@ -106,7 +106,7 @@ func TestScanReusesStatsOfQuietCgroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p := snap.ByPID[pid]; p != nil {
+			if p := snap.Proc(pid); p != nil {
 				got = p.State
 			} else {
 				got = '-'
@@ -195,7 +195,7 @@ func TestScanReusedStatFollowsReparenting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := snap.ByPID[child]
+		p := snap.Proc(child)
 		if p == nil {
 			t.Fatalf("pid %d gone from the scan", child)
 		}
@@ -262,7 +262,7 @@ func TestScanProbesNewPIDs(t *testing.T) {
 	from, to, ok := s.pids.births.span()
 	probed := ok && to-from <= maxProbed && s.reads.list == 0
 	t.Logf("pids %d..%d handed out since the last scan; listed %d", from+1, to, s.reads.list)
-	if p := snap.ByPID[cmd.Process.Pid]; p == nil || p.Comm != "sleep" {
+	if p := snap.Proc(cmd.Process.Pid); p == nil || p.Comm != "sleep" {
 		t.Errorf("the new child %d is not in the scan (%+v)", cmd.Process.Pid, p)
 	}
 	tasks, err := os.ReadDir("/proc/self/task")
@@ -271,7 +271,7 @@ func TestScanProbesNewPIDs(t *testing.T) {
 	}
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
-		if tid != os.Getpid() && snap.ByPID[tid] != nil {
+		if tid != os.Getpid() && snap.Proc(tid) != nil {
 			t.Errorf("thread %d of this process is in the scan as a process", tid)
 		}
 	}
@@ -311,7 +311,7 @@ func TestScanNoticesMoveOutOfQuietCgroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := snap.ByPID[pid]; p != nil {
+		if p := snap.Proc(pid); p != nil {
 			return p.Cgroup
 		}
 		return "(gone)"
@@ -364,7 +364,7 @@ func TestScanSettledCgroupSkipsDueReads(t *testing.T) {
 	pid := cmd.Process.Pid
 	s := reusingScanner(t, dir, pid)
 	rel := "/" + filepath.Base(dir)
-	if p, err := s.Scan(); err != nil || p.ByPID[pid] == nil || p.ByPID[pid].Cgroup != rel {
+	if p, err := s.Scan(); err != nil || p.Proc(pid) == nil || p.Proc(pid).Cgroup != rel {
 		t.Fatalf("pid %d not seen in cgroup %s (%v)", pid, rel, err)
 	}
 	hints := ScanHints{Settled: map[string]bool{rel: true}}
@@ -405,7 +405,7 @@ func TestScanSettledCgroupSkipsDueReads(t *testing.T) {
 	}
 	proctest.Eventually(2*time.Second, func() bool { return procState(pid) == 'T' })
 	for i := 0; ; i++ {
-		if p := scan(hints).ByPID[pid]; p != nil && p.State == 'T' {
+		if p := scan(hints).Proc(pid); p != nil && p.State == 'T' {
 			break
 		}
 		if i == 1 {
@@ -545,8 +545,8 @@ func TestScanReadsQuietParentFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, quiet := s.cpu.quiet["/"+filepath.Base(parent)+"/c0"]; quiet || snap.ByPID[cmds[0].Process.Pid].State != 'T' {
-		t.Errorf("a stopped child: quiet %v, state %c", quiet, snap.ByPID[cmds[0].Process.Pid].State)
+	if _, quiet := s.cpu.quiet["/"+filepath.Base(parent)+"/c0"]; quiet || snap.Proc(cmds[0].Process.Pid).State != 'T' {
+		t.Errorf("a stopped child: quiet %v, state %c", quiet, snap.Proc(cmds[0].Process.Pid).State)
 	}
 	_ = cmds[0].Process.Signal(unix.SIGCONT)
 }

@@ -36,7 +36,7 @@ func (s *Scanner) readStatics(kthreadd bool) {
 		if f.gone {
 			continue
 		}
-		if e := s.cache.lookup(f.st.identity(), f.st.comm, f.st.startCode); e != nil && !s.argvArrived(f, e) {
+		if e := s.cache.lookup(f.st.identity(), f.last, f.st.comm, f.st.startCode); e != nil && !s.argvArrived(f, e) {
 			e.gen = s.gen
 			f.entry = e
 			switch {

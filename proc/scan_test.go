@@ -111,7 +111,7 @@ func TestScanFixtureHost(t *testing.T) {
 	}
 	for _, w := range want {
 		t.Run(fmt.Sprintf("pid %d", w.PID), func(t *testing.T) {
-			got := snap.ByPID[w.PID]
+			got := snap.Proc(w.PID)
 			if got == nil {
 				t.Fatalf("pid %d missing from snapshot", w.PID)
 			}
@@ -161,7 +161,7 @@ func TestScanFixtureHost(t *testing.T) {
 		"BootTime":         {snap.BootTime, time.Unix(1700000000, 0)},
 		"ClockTicks":       {snap.ClockTicks, uint64(100)},
 		"PageSize":         {snap.PageSize, page},
-		"StartTime(300)":   {snap.StartTime(snap.ByPID[300]), time.Unix(1700000070, 0)},
+		"StartTime(300)":   {snap.StartTime(snap.Proc(300)), time.Unix(1700000070, 0)},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
@@ -181,7 +181,7 @@ func TestScanFixtureNoCgroup2(t *testing.T) {
 			t.Errorf("pid %d: Cgroup = %q, want empty without a cgroup2 mount", p.PID, p.Cgroup)
 		}
 	}
-	if got := snap.ByPID[10].Freezer; got != "/paused" {
+	if got := snap.Proc(10).Freezer; got != "/paused" {
 		t.Errorf("pid 10 Freezer = %q, want /paused", got)
 	}
 	if len(snap.Cgroups) != 0 {
@@ -257,7 +257,7 @@ func TestScanVanished(t *testing.T) {
 				}
 			}
 			snap := scan(t, s)
-			if p := snap.ByPID[tt.gone]; p != nil {
+			if p := snap.Proc(tt.gone); p != nil {
 				t.Errorf("pid %d in snapshot: %+v", tt.gone, *p)
 			}
 			if len(snap.Procs) != tt.wantProcs {
@@ -326,7 +326,7 @@ func TestScanCacheFixture(t *testing.T) {
 			t.Errorf("refresh reads = %+v, want %d stat reads and nothing else", s.reads, pidDirs)
 		}
 		for _, p := range first.Procs {
-			q := second.ByPID[p.PID]
+			q := second.Proc(p.PID)
 			if q != p {
 				t.Errorf("pid %d: unchanged process got a new *Process, want the previous one shared", p.PID)
 			}
@@ -351,7 +351,7 @@ func TestScanCacheFixture(t *testing.T) {
 			t.Errorf("reads = %+v, want no static re-read for a state change", s.reads)
 		}
 		for _, p := range before.Procs {
-			q := after.ByPID[p.PID]
+			q := after.Proc(p.PID)
 			switch {
 			case p.PID == 300 && (q == p || q.State != 'R' || p.State != 'S'):
 				t.Errorf("pid 300: %p state %c -> %p state %c, want a fresh *Process in state R and the old one left S",
@@ -363,7 +363,7 @@ func TestScanCacheFixture(t *testing.T) {
 		if err := runner.write(filepath.Join(root, "proc", "300")); err != nil {
 			t.Fatal(err)
 		}
-		if q := scan(t, s).ByPID[300]; q == after.ByPID[300] || q.State != 'S' {
+		if q := scan(t, s).Proc(300); q == after.Proc(300) || q.State != 'S' {
 			t.Errorf("pid 300 back to S: got %p state %c, want a fresh *Process in state S", q, q.State)
 		}
 	})
@@ -377,7 +377,7 @@ func TestScanCacheFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 		snap := scan(t, s)
-		if got := snap.ByPID[201].Argv; !slices.Equal(got, []string{"sleep", "10"}) {
+		if got := snap.Proc(201).Argv; !slices.Equal(got, []string{"sleep", "10"}) {
 			t.Errorf("argv after exec = %q, want [sleep 10]", got)
 		}
 		if s.reads.cmdline != 1+blankArgvs || s.reads.status != 1 {
@@ -395,7 +395,7 @@ func TestScanCacheFixture(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte("runner\x00--id\x00box2\x00"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := scan(t, s).ByPID[300].Argv; !slices.Equal(got, []string{"runner", "--id", "box2"}) {
+		if got := scan(t, s).Proc(300).Argv; !slices.Equal(got, []string{"runner", "--id", "box2"}) {
 			t.Errorf("argv after exec = %q, want [runner --id box2]", got)
 		}
 	})
@@ -412,7 +412,7 @@ func TestScanCacheFixture(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p := scan(t, s).ByPID[300]
+		p := scan(t, s).Proc(300)
 		if !p.Zombie() || !slices.Equal(p.Argv, []string{"runner", "--id", "box2"}) || !statOnly(s.reads) {
 			t.Errorf("zombie 300 = state %c argv %q after %+v reads; want Z with the cached argv, no re-read",
 				p.State, p.Argv, s.reads)
@@ -438,24 +438,24 @@ func TestScanCacheFixture(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(dir, "cmdline"), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if got := scan(t, s).ByPID[201].Argv; got != nil {
+				if got := scan(t, s).Proc(201).Argv; got != nil {
 					t.Fatalf("argv mid-exec = %q, want none yet", got)
 				}
 				mid.code = tc.then
 				if err := mid.write(dir); err != nil {
 					t.Fatal(err)
 				}
-				if got := scan(t, s).ByPID[201].Argv; got != nil {
+				if got := scan(t, s).Proc(201).Argv; got != nil {
 					t.Fatalf("argv still not laid out = %q, want none", got)
 				}
 				if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte("qemu-system-x86_64\x00-name\x00vm1\x00"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if got := scan(t, s).ByPID[201].Argv; !slices.Equal(got, []string{"qemu-system-x86_64", "-name", "vm1"}) {
+				if got := scan(t, s).Proc(201).Argv; !slices.Equal(got, []string{"qemu-system-x86_64", "-name", "vm1"}) {
 					t.Errorf("argv once laid out = %q, want [qemu-system-x86_64 -name vm1]", got)
 				}
-				before := scan(t, s).ByPID[201]
-				if after := scan(t, s).ByPID[201]; after != before || s.reads.cmdline != blankArgvs {
+				before := scan(t, s).Proc(201)
+				if after := scan(t, s).Proc(201); after != before || s.reads.cmdline != blankArgvs {
 					t.Errorf("after the argv arrived: reads %+v, new *Process %v; want it cached again", s.reads, after != before)
 				}
 			})
@@ -467,11 +467,11 @@ func TestScanCacheFixture(t *testing.T) {
 		if err := os.WriteFile(cg, []byte("6:freezer:/\n0::/sandboxes/box1\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := scan(t, s).ByPID[100].Cgroup; got != "/user.slice" {
+		if got := scan(t, s).Proc(100).Cgroup; got != "/user.slice" {
 			t.Errorf("before Invalidate: Cgroup = %q, want the cached /user.slice", got)
 		}
 		s.Invalidate(Identity{PID: 100, Start: 5000})
-		if got := scan(t, s).ByPID[100].Cgroup; got != "/sandboxes/box1" {
+		if got := scan(t, s).Proc(100).Cgroup; got != "/sandboxes/box1" {
 			t.Errorf("after Invalidate: Cgroup = %q, want /sandboxes/box1", got)
 		}
 	})
@@ -601,7 +601,7 @@ func TestOneShotHoldsNoDescriptors(t *testing.T) {
 			}
 			defer s.Close()
 			for round := 1; round <= 2; round++ {
-				if p := scan(t, s).ByPID[pid]; p == nil || p.Comm != "sleep" || len(p.Argv) == 0 || p.Argv[0] != "one-shot" {
+				if p := scan(t, s).Proc(pid); p == nil || p.Comm != "sleep" || len(p.Argv) == 0 || p.Argv[0] != "one-shot" {
 					t.Fatalf("scan %d: child %d shows as %+v", round, pid, p)
 				}
 				checkHeldCount(t, s)

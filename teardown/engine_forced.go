@@ -456,7 +456,7 @@ func (r *run) frozenNow(pid int) bool {
 	if snap == nil {
 		snap = r.p.View.Snapshot
 	}
-	p := snap.ByPID[pid]
+	p := snap.Proc(pid)
 	if p == nil {
 		return false
 	}
@@ -578,7 +578,7 @@ func (r *run) thawOwned(why string) {
 	var todo []frozen
 	seen := map[string]bool{}
 	for _, m := range r.p.Members {
-		p := snap.ByPID[m.PID]
+		p := snap.Proc(m.PID)
 		if p == nil || p.Start != m.Start {
 			continue
 		}

@@ -74,7 +74,7 @@ func (r *run) verify(ctx context.Context) []Survivor {
 		for _, s := range r.p.scope.find(snap, fresh, r.held, r.e.protected, r.lost) {
 			if s.Provable {
 				if r.pinSeen(s.Identity, 0) {
-					left = append(left, snap.ByPID[s.PID])
+					left = append(left, snap.Proc(s.PID))
 				}
 				continue
 			}
@@ -151,7 +151,7 @@ func (r *run) held(id proc.Identity) bool { return r.pins[id] != nil && !r.dead[
 func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []Survivor, fresh *model.View) {
 	in := map[int]*proc.Process{}
 	alive := func(id proc.Identity) *proc.Process {
-		if p := snap.ByPID[id.PID]; p != nil && p.Start == id.Start {
+		if p := snap.Proc(id.PID); p != nil && p.Start == id.Start {
 			return p
 		}
 		return nil
@@ -208,7 +208,7 @@ func (r *run) remaining(snap *proc.Snapshot) (left []*proc.Process, zombies []Su
 			left = append(left, q)
 			continue
 		}
-		if parent := snap.ByPID[q.PPID]; parent != nil && in[parent.PID] == nil {
+		if parent := snap.Proc(q.PPID); parent != nil && in[parent.PID] == nil {
 			zombies = append(zombies, Survivor{PID: q.PID, Comm: q.Comm, Cause: "unreaped", State: "Z",
 				Reason: fmt.Sprintf("zombie %d (%s) must be reaped by its parent %d (%s)", q.PID, q.Comm, parent.PID, parent.Comm)})
 		}

@@ -105,7 +105,7 @@ func Refuse(snap *proc.Snapshot, p *proc.Process, self int) error {
 	// Walk up from self. The seen set stops a cycle, which a snapshot taken
 	// while pids were recycled could in principle contain.
 	seen := map[int]bool{self: true}
-	for q := snap.ByPID[self]; q != nil && q.PPID > 0 && !seen[q.PPID]; q = snap.ByPID[q.PPID] {
+	for q := snap.Proc(self); q != nil && q.PPID > 0 && !seen[q.PPID]; q = snap.Proc(q.PPID) {
 		if q.PPID == p.PID {
 			return refuse(ReasonAncestor)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func liveSnapshot(t *testing.T) *proc.Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := &proc.Snapshot{Self: os.Getpid(), ByPID: map[int]*proc.Process{}}
+	snap := &proc.Snapshot{Self: os.Getpid()}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -32,8 +33,9 @@ func liveSnapshot(t *testing.T) *proc.Snapshot {
 		p := &proc.Process{PID: pid, PPID: st.PPID, Comm: st.Comm, State: st.State,
 			Flags: st.Flags, Start: st.Start, Kernel: st.Flags&pfKthread != 0}
 		snap.Procs = append(snap.Procs, p)
-		snap.ByPID[pid] = p
 	}
+	// The directory lists pids as names: "10" before "9".
+	slices.SortFunc(snap.Procs, func(a, b *proc.Process) int { return a.PID - b.PID })
 	return snap
 }
 
@@ -44,9 +46,10 @@ func TestRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap.ByPID[child] = &proc.Process{PID: child, PPID: st.PPID, Comm: st.Comm}
+	snap.Procs = append(snap.Procs, &proc.Process{PID: child, PPID: st.PPID, Comm: st.Comm})
+	slices.SortFunc(snap.Procs, func(a, b *proc.Process) int { return a.PID - b.PID })
 
-	self, parent := snap.ByPID[os.Getpid()], snap.ByPID[os.Getppid()]
+	self, parent := snap.Proc(os.Getpid()), snap.Proc(os.Getppid())
 	if self == nil || parent == nil {
 		t.Fatal("setup: self or parent missing from the snapshot")
 	}
@@ -57,7 +60,7 @@ func TestRefuse(t *testing.T) {
 			break
 		}
 	}
-	if kworker == nil || snap.ByPID[kthreadd] == nil {
+	if kworker == nil || snap.Proc(kthreadd) == nil {
 		t.Fatal("setup: no kernel threads visible")
 	}
 	tests := []struct {
@@ -65,16 +68,16 @@ func TestRefuse(t *testing.T) {
 		p    *proc.Process
 		want Reason // "" = allowed
 	}{
-		{"pid 1", snap.ByPID[1], ReasonInit},
+		{"pid 1", snap.Proc(1), ReasonInit},
 		{"pid 0", &proc.Process{PID: 0}, ReasonInit},
-		{"kthreadd", snap.ByPID[kthreadd], ReasonKernelThread},
+		{"kthreadd", snap.Proc(kthreadd), ReasonKernelThread},
 		{"a kernel worker", kworker, ReasonKernelThread},
 		{"kernel flag without Kernel set", &proc.Process{PID: kworker.PID, PPID: 9, Flags: pfKthread}, ReasonKernelThread},
 		{"sandtop itself", self, ReasonSelf},
 		{"its parent", parent, ReasonAncestor},
-		{"a plain child", snap.ByPID[child], ""},
+		{"a plain child", snap.Proc(child), ""},
 	}
-	if gp := snap.ByPID[parent.PPID]; gp != nil && gp.PID > 1 {
+	if gp := snap.Proc(parent.PPID); gp != nil && gp.PID > 1 {
 		tests = append(tests, struct {
 			name string
 			p    *proc.Process
@@ -103,7 +106,7 @@ func TestRefuse(t *testing.T) {
 func TestRefuseAncestorCycle(t *testing.T) {
 	a := &proc.Process{PID: 10, PPID: 11}
 	b := &proc.Process{PID: 11, PPID: 10}
-	snap := &proc.Snapshot{Self: 10, ByPID: map[int]*proc.Process{10: a, 11: b}}
+	snap := &proc.Snapshot{Self: 10, Procs: []*proc.Process{a, b}}
 	if err := Refuse(snap, &proc.Process{PID: 12, PPID: 1}, 10); err != nil {
 		t.Errorf("Refuse(unrelated) = %v", err)
 	}

@@ -211,7 +211,7 @@ func (p *Plan) SetWithCgroup(on bool) {
 // trees no rule knows. It never uses a cgroup: a subtree owns none.
 func PlanSubtree(v *model.View, pid int, o PlanOptions) (*Plan, error) {
 	snap := v.Snapshot
-	root := snap.ByPID[pid]
+	root := snap.Proc(pid)
 	if root == nil {
 		return nil, fmt.Errorf("pid %d: no such process", pid)
 	}

@@ -92,12 +92,12 @@ func newSuspectScope(v *model.View, sb *model.Sandbox) *suspectScope {
 		delete(sc.groups, p.PGID)
 	}
 	seen := map[int]bool{}
-	for q := snap.ByPID[sb.Root.PPID]; q != nil && !seen[q.PID]; q = snap.ByPID[q.PPID] {
+	for q := snap.Proc(sb.Root.PPID); q != nil && !seen[q.PID]; q = snap.Proc(q.PPID) {
 		seen[q.PID] = true
 		sc.above[q.PID] = q.Start
 		inherited(q)
 	}
-	if self := snap.ByPID[snap.Self]; self != nil {
+	if self := snap.Proc(snap.Self); self != nil {
 		inherited(self)
 	}
 	// A session or group that a process outside the sandbox held before
@@ -160,7 +160,7 @@ func (sc *suspectScope) find(snap *proc.Snapshot, v *model.View, held func(proc.
 		// A child of the root's parent in the parent's own session
 		// could be a member's re-parented child only if a member was in
 		// that session too: otherwise it is the parent's.
-		if parent := snap.ByPID[p.PPID]; p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost && p.Start > sc.planned && sc.memberSessions[p.SID]) {
+		if parent := snap.Proc(p.PPID); p.PPID == 1 || parent != nil && sc.above[p.PPID] == parent.Start && (parent.SID != p.SID || lost && p.Start > sc.planned && sc.memberSessions[p.SID]) {
 			who := fmt.Sprintf("pid %d", p.PPID)
 			if parent != nil {
 				who += " " + parent.Comm

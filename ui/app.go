@@ -372,7 +372,7 @@ func (m *Model) scrollCommands(steps int) {
 func (m *Model) pruneTags() {
 	for k := range m.tags {
 		if k.isProcess() {
-			if p := m.view.Snapshot.ByPID[k.id.PID]; p == nil || p.Start != k.id.Start {
+			if p := m.view.Snapshot.Proc(k.id.PID); p == nil || p.Start != k.id.Start {
 				delete(m.tags, k)
 			}
 		} else if m.view.Sandbox(k.sandbox) == nil {

@@ -127,8 +127,8 @@ func (t *table) layoutColumns() {
 	short, full := minIDW, minIDW
 	for i := range t.rows {
 		if r := &t.rows[i]; r.kind == rowSandbox {
-			short = max(short, ansi.StringWidth(format.Printable(r.short)))
-			full = max(full, min(ansi.StringWidth(format.Printable(r.sb.Name())), maxFullIDW))
+			short = max(short, format.Width(r.short))
+			full = max(full, min(format.Width(r.sb.Name()), maxFullIDW))
 		}
 	}
 	// A deep tree keeps a cell a level besides a command of minTailW.

@@ -84,7 +84,7 @@ func newConfirm(s *Styles, msg plansMsg, grace time.Duration, euid int) *confirm
 	if euid != 0 && msg.view != nil {
 		for _, p := range c.plans {
 			for _, mb := range p.Members {
-				if pr := msg.view.Snapshot.ByPID[mb.PID]; pr != nil && pr.Start == mb.Start && pr.UID != euid {
+				if pr := msg.view.Snapshot.Proc(mb.PID); pr != nil && pr.Start == mb.Start && pr.UID != euid {
 					c.foreign++
 				}
 			}

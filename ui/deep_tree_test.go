@@ -32,7 +32,7 @@ func TestDeepTrees(t *testing.T) {
 	snap := modeltest.Snapshot(proc.Snapshot{}, procs...)
 	rules := model.Rules{{Name: "box", Exe: regexp.MustCompile(`^box$`), Flag: "--id"}}
 	v := model.Build(snap, rules, nil)
-	sb := v.SandboxOf(snap.ByPID[2].ID())
+	sb := v.SandboxOf(snap.Proc(2).ID())
 	if sb == nil || len(sb.Members) != depth {
 		t.Fatalf("the deep sandbox: %v", sb)
 	}

@@ -115,7 +115,7 @@ func press(k ...string) func(*testing.T, *Model) {
 
 // memberKey is the row key of a sandbox member in the current view.
 func memberKey(m *Model, sandbox string, pid int) rowKey {
-	return rowKey{sandbox: sk(sandbox), id: m.view.Snapshot.ByPID[pid].ID()}
+	return rowKey{sandbox: sk(sandbox), id: m.view.Snapshot.Proc(pid).ID()}
 }
 
 // leftoverViews is the fixture fleet with the directories a vm0 run left

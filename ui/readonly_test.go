@@ -74,7 +74,7 @@ func TestReadOnlyCannotKill(t *testing.T) {
 			settle(m, keys("l")...)
 
 			all, _ := allKeys(t)
-			for _, row := range []rowKey{{sandbox: sk(idOrphan)}, memberKey(m, idShim, 303), {sandbox: hostGroup, id: m.view.Snapshot.ByPID[502].ID()}, hostKey} {
+			for _, row := range []rowKey{{sandbox: sk(idOrphan)}, memberKey(m, idShim, 303), {sandbox: hostGroup, id: m.view.Snapshot.Proc(502).ID()}, hostKey} {
 				for _, k := range all {
 					cursorTo(t, m, rowForKey(t, m, row))
 					settle(m, keyMsg(k))

@@ -156,15 +156,20 @@ func buildRows(in rowsInput) []row {
 		}
 	}
 	// The view lists its sandboxes in ID order already: a check is
-	// cheaper than a sort of what is sorted.
-	order := func(a, b group) int { return compareGroups(in.sort, in.reverse, &a, &b) }
-	if !slices.IsSortedFunc(groups, order) {
-		slices.SortStableFunc(groups, order)
+	// cheaper than a sort of what is sorted. Pointers to the groups are
+	// sorted, not the groups: a group is some hundred bytes, and a sort
+	// of a thousand sandboxes moves its elements thousands of times.
+	order := make([]*group, len(groups))
+	for i := range groups {
+		order[i] = &groups[i]
+	}
+	byKey := func(a, b *group) int { return compareGroups(in.sort, in.reverse, a, b) }
+	if !slices.IsSortedFunc(order, byKey) {
+		slices.SortStableFunc(order, byKey)
 	}
 
 	rows := make([]row, 0, total)
-	for i := range groups {
-		g := &groups[i]
+	for _, g := range order {
 		if g.sb == nil {
 			rows = appendHost(rows, in, g)
 			continue

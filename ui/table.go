@@ -84,7 +84,7 @@ func (t *table) maxScroll() int {
 		if r.p == nil || r.kind == rowSandbox || r.kind == rowHost {
 			continue
 		}
-		w := ansi.StringWidth(format.CompressTree(r.prefix, t.indent)) + ansi.StringWidth(format.Printable(format.Command(r.p)))
+		w := ansi.StringWidth(format.CompressTree(r.prefix, t.indent)) + format.Width(format.Command(r.p))
 		over = max(over, w-room)
 	}
 	return (over + hscrollStep - 1) / hscrollStep * hscrollStep
@@ -106,7 +106,7 @@ func (t *table) measure() {
 			w, ok := t.widths[r.sb]
 			if !ok {
 				for _, mb := range r.sb.Members {
-					w = max(w, 3*mb.Depth+ansi.StringWidth(format.Printable(format.Command(mb.Process))))
+					w = max(w, 3*mb.Depth+format.Width(format.Command(mb.Process)))
 				}
 			}
 			widths[r.sb] = w

@@ -421,12 +421,12 @@ func (s *recordingSource) close(errOut io.Writer) error {
 // births counts the identities in cur that prev lacks, and the reverse.
 func births(prev, cur *proc.Snapshot) (born, exited int) {
 	for _, p := range cur.Procs {
-		if q := prev.ByPID[p.PID]; q == nil || q.Start != p.Start {
+		if q := prev.Proc(p.PID); q == nil || q.Start != p.Start {
 			born++
 		}
 	}
 	for _, p := range prev.Procs {
-		if q := cur.ByPID[p.PID]; q == nil || q.Start != p.Start {
+		if q := cur.Proc(p.PID); q == nil || q.Start != p.Start {
 			exited++
 		}
 	}

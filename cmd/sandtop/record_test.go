@@ -244,7 +244,7 @@ func compareDocs(t *testing.T, r *recording.Reader, frame int, l liveList, rec m
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p := snap.ByPID[id.PID]; p != nil && p.Start == id.Start {
+			if p := snap.Proc(id.PID); p != nil && p.Start == id.Start {
 				return true
 			}
 		}

@@ -54,7 +54,7 @@ func (k *engineKiller) Plan(v *model.View, t ui.Target, grace time.Duration) (*t
 		}
 		return teardown.PlanSandbox(v, sb, o)
 	}
-	p := v.Snapshot.ByPID[t.Process.PID]
+	p := v.Snapshot.Proc(t.Process.PID)
 	if p == nil || p.Start != t.Process.Start {
 		return nil, fmt.Errorf("pid %d: exited", t.Process.PID)
 	}

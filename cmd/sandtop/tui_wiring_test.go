@@ -214,7 +214,7 @@ func TestScanSourceMatchesFullBuild(t *testing.T) {
 				shared++
 			}
 			for _, m := range sb.Members {
-				if snap.ByPID[m.PID] != m.Process {
+				if snap.Proc(m.PID) != m.Process {
 					t.Fatalf("refresh %d: sandbox %s shows pid %d from an older snapshot", i, sb.ID, m.PID)
 				}
 			}
@@ -251,7 +251,7 @@ func describeView(t *testing.T, v *model.View) string {
 // Unchanged processes stay the scanner's own pointers, as reuse needs.
 func fleetOnly(snap *proc.Snapshot, owner int) *proc.Snapshot {
 	out := *snap
-	out.Procs, out.ByPID = nil, map[int]*proc.Process{}
+	out.Procs = nil
 	out.Cgroups, out.Freezers = map[string]proc.CgroupState{}, map[string]proc.CgroupState{}
 	under := map[int]bool{}
 	var inFleet func(p *proc.Process, depth int) bool
@@ -259,7 +259,7 @@ func fleetOnly(snap *proc.Snapshot, owner int) *proc.Snapshot {
 		if v, ok := under[p.PID]; ok {
 			return v
 		}
-		parent := snap.ByPID[p.PPID]
+		parent := snap.Proc(p.PPID)
 		v := p.PID == owner || (parent != nil && parent != p && depth < 64 && inFleet(parent, depth+1))
 		under[p.PID] = v
 		return v
@@ -267,7 +267,6 @@ func fleetOnly(snap *proc.Snapshot, owner int) *proc.Snapshot {
 	for _, p := range snap.Procs {
 		if p.PID == 1 || p.PID == snap.Self || inFleet(p, 0) {
 			out.Procs = append(out.Procs, p)
-			out.ByPID[p.PID] = p
 			if st, ok := snap.Cgroups[p.Cgroup]; ok {
 				out.Cgroups[p.Cgroup] = st
 			}

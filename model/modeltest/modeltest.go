@@ -31,15 +31,14 @@ func Proc(pid, ppid int, argv string, opts ...Opt) *proc.Process {
 	return p
 }
 
-// Snapshot returns s holding procs, sorted by pid and indexed in ByPID;
-// its other fields are s's.
+// Snapshot returns s holding procs, sorted by pid; of processes with the
+// same pid, the last given stands (a test replaces a base's PID 1 so).
+// Its other fields are s's.
 func Snapshot(s proc.Snapshot, procs ...*proc.Process) *proc.Snapshot {
 	s.Procs = slices.Clone(procs)
-	slices.SortFunc(s.Procs, func(a, b *proc.Process) int { return a.PID - b.PID })
-	s.ByPID = make(map[int]*proc.Process, len(procs))
-	for _, p := range s.Procs {
-		s.ByPID[p.PID] = p
-	}
+	slices.Reverse(s.Procs)
+	slices.SortStableFunc(s.Procs, func(a, b *proc.Process) int { return a.PID - b.PID })
+	s.Procs = slices.CompactFunc(s.Procs, func(a, b *proc.Process) bool { return a.PID == b.PID })
 	return &s
 }
 

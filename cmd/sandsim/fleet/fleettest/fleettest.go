@@ -83,7 +83,7 @@ func SharedCgroup(t testing.TB, label string, pids []int) (dir string, undo func
 	})
 	back := map[int]string{}
 	for _, pid := range pids {
-		if p := snap.ByPID[pid]; p != nil {
+		if p := snap.Proc(pid); p != nil {
 			back[pid] = snap.Mounts.V2Dir(p.Cgroup)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {

@@ -260,9 +260,7 @@ func (r *Reader) Snapshot(i int) (*proc.Snapshot, error) {
 		}
 		r.at = j
 	}
-	snap := r.dec.snap
-	index(snap)
-	return snap, nil
+	return r.dec.snap, nil
 }
 
 func (r *Reader) decode(j int) error {

@@ -188,7 +188,7 @@ func (h *host) watchStep() {
 func (h *host) snapshot() *proc.Snapshot {
 	s := &proc.Snapshot{
 		Time: h.now, BootTime: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), ClockTicks: 100, PageSize: 4096,
-		Hostname: "worker-17", Self: 4242, ByPID: map[int]*proc.Process{},
+		Hostname: "worker-17", Self: 4242,
 		Cgroups: h.cg, Freezers: map[string]proc.CgroupState{"/freezer/0": {Exists: true, Populated: true}},
 		Listeners: h.lis,
 		Mounts:    proc.Mounts{Unified: "/sys/fs/cgroup/unified", Freezer: "/sys/fs/cgroup/freezer"},
@@ -197,7 +197,6 @@ func (h *host) snapshot() *proc.Snapshot {
 	for pid := 1; pid <= h.next; pid++ {
 		if p := h.procs[pid]; p != nil {
 			s.Procs = append(s.Procs, p)
-			s.ByPID[pid] = p
 			if p.Partial {
 				s.PartlyUnreadable++
 			}
@@ -251,12 +250,14 @@ func sameSnapshot(t testing.TB, i int, got, want *proc.Snapshot) {
 			t.Fatalf("frame %d: process %d:\n got %+v\nwant %+v", i, j, *g.Procs[j], *w.Procs[j])
 		}
 	}
-	g.Procs, w.Procs, g.ByPID, w.ByPID = nil, nil, nil, nil
+	for _, p := range got.Procs {
+		if got.Proc(p.PID) != p {
+			t.Fatalf("frame %d: Proc(%d) is not the process of Procs", i, p.PID)
+		}
+	}
+	g.Procs, w.Procs = nil, nil
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("frame %d:\n got %+v\nwant %+v", i, g, w)
-	}
-	if len(got.ByPID) != len(got.Procs) {
-		t.Fatalf("frame %d: ByPID has %d of %d", i, len(got.ByPID), len(got.Procs))
 	}
 }
 
@@ -302,7 +303,7 @@ func TestRoundTrip(t *testing.T) {
 				if n > 0 && n < len(snaps) && !r.Frames()[i].Key {
 					shared := 0
 					for _, p := range got.Procs {
-						if prev.ByPID[p.PID] == p {
+						if prev.Proc(p.PID) == p {
 							shared++
 						}
 					}

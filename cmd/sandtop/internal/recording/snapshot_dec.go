@@ -17,8 +17,8 @@ type decoder struct {
 	snap  *proc.Snapshot
 }
 
-// apply decodes one K or D payload. The snapshot has no ByPID index yet
-// (see index): a reader stepping through deltas needs none.
+// apply decodes one K or D payload. Its processes come in rising pid
+// order (see pid), as Snapshot.Proc needs them.
 func (d *decoder) apply(kind byte, payload []byte, at time.Time) (*proc.Snapshot, error) {
 	in := &dec{b: payload}
 	if kind == kindKey {
@@ -71,17 +71,6 @@ func (d *decoder) apply(kind byte, payload []byte, at time.Time) (*proc.Snapshot
 	}
 	d.snap = snap
 	return snap, nil
-}
-
-// index fills the snapshot's ByPID, once, before it is handed out.
-func index(s *proc.Snapshot) {
-	if s.ByPID != nil {
-		return
-	}
-	s.ByPID = make(map[int]*proc.Process, len(s.Procs))
-	for _, p := range s.Procs {
-		s.ByPID[p.PID] = p
-	}
 }
 
 func (d *decoder) str(in *dec) string {
