@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,7 +17,8 @@ import (
 // containerd runs a private containerd (its own config, root, state and
 // socket) and checks, with ctr: the same container ID in two namespaces
 // and a five-character ID (identity, dedicated cgroups, an ambiguous ID
-// refused), a paused container (the workload frozen, the shim not), a
+// refused), a shim whose container was killed under it (hollow), a
+// paused container (the workload frozen, the shim not), a
 // graceful kill of it with a SIGTERM-ignoring double-forked child, orphan
 // after SIGKILL of containerd and not after its restart, and a shim
 // crashed while containerd is down (its container is a cgroup-only
@@ -88,6 +91,7 @@ state = %q
 		}
 		shimOf[sb.Name] = sb.RootPID
 	}
+	r.hollowShim(nsB, run, ctr)
 	out := r.kill(exitUsage, "--force", "web")
 	if !strings.Contains(out, nsA+"/web") || !strings.Contains(out, nsB+"/web") || !strings.Contains(out, "sandboxes; say which") {
 		r.t.Errorf("an ID in two namespaces: %s", out)
@@ -163,4 +167,66 @@ state = %q
 		r.t.Errorf("restarted containerd still runs team B web:\n%s", ctr(nsB, "task", "ls"))
 	}
 	_ = daemon
+}
+
+// hollowShim starts a container in ns and SIGKILLs its one process from
+// outside containerd, as an OOM kill or a crash would: the shim stays,
+// holding the stopped task for containerd, with nothing left to run. The
+// sandbox is badged hollow once the shim is model.HollowAfter old, with
+// the shim named as the evidence, and not before its workload is gone;
+// removing the task then ends the shim.
+func (r *rt) hollowShim(ns string, run func(ns, id, script string), ctr func(ns string, args ...string) string) {
+	run(ns, "hollow", `exec sleep 100006`)
+	sb := r.mustSandbox("containerd:"+ns+"/hollow", 2)
+	workload := 0
+	var shimStart time.Time
+	for _, p := range sb.Processes {
+		if p.PID != sb.RootPID && slices.Equal(p.Argv, []string{"sleep", "100006"}) {
+			workload = p.PID
+		}
+		if p.PID == sb.RootPID {
+			shimStart = p.StartTime
+		}
+	}
+	if workload == 0 {
+		r.t.Fatalf("no workload process in %+v", sb.Processes)
+	}
+	// The badges are judged by what `list --json` runs: the model's
+	// Build alone does not.
+	listed := func() *model.SandboxJSON {
+		code, out, errOut := sandtop(r.t, "list", "--json")
+		var doc model.Document
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+			r.t.Fatalf("sandtop list --json: exit %d, %v\n%s", code, err, errOut)
+		}
+		for i := range doc.Sandboxes {
+			if doc.Sandboxes[i].Key == "containerd:"+ns+"/hollow" {
+				return &doc.Sandboxes[i]
+			}
+		}
+		return nil
+	}
+	// Old enough to be hollow, but with its workload: not hollow.
+	time.Sleep(time.Until(shimStart.Add(model.HollowAfter + time.Second)))
+	if got := listed(); got == nil || hasBadge(got, model.BadgeHollow) {
+		r.t.Fatalf("list --json of a running container: %+v", got)
+	}
+	if err := syscall.Kill(workload, syscall.SIGKILL); err != nil {
+		r.t.Fatalf("SIGKILL the container's process %d: %v", workload, err)
+	}
+	var got *model.SandboxJSON
+	waitUntil(model.HollowAfter+20*time.Second, func() bool {
+		got = listed()
+		return got != nil && hasBadge(got, model.BadgeHollow)
+	})
+	if got == nil || !hasBadge(got, model.BadgeHollow) || got.Trouble == nil ||
+		!strings.Contains(got.Trouble.Hollow, fmt.Sprintf("pid %d is alive", sb.RootPID)) || len(got.Processes) != 1 {
+		r.t.Fatalf("the shim of a container killed under it: %+v", got)
+	}
+	// containerd lets the shim go once the stopped task is removed.
+	ctr(ns, "task", "rm", "-f", "hollow")
+	ctr(ns, "container", "rm", "hollow")
+	ids := identities(got)
+	waitUntil(10*time.Second, func() bool { return !slices.ContainsFunc(ids, alive) })
+	r.wantGone("the hollow shim, its task removed", ids)
 }
