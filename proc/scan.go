@@ -343,15 +343,14 @@ func (s *Scanner) readStats(h ScanHints) (kthreadd bool, err error) {
 		// cgroup the process before was in is looked up again without
 		// hashing its path. quiet is asked from one goroutine.
 		var lastCgroup string
-		var lastF *cpuFile
-		var lastOK, looked bool
+		lastF, lastOK := q[lastCgroup]
 		quiet = func(id Identity, hint *cacheEntry, last *pidStat) reuse {
 			e := s.cache.entry(id, hint)
 			if e == nil || e.proc.Zombie() {
 				return reuseNone
 			}
-			if !looked || e.proc.Cgroup != lastCgroup {
-				lastCgroup, looked = e.proc.Cgroup, true
+			if e.proc.Cgroup != lastCgroup {
+				lastCgroup = e.proc.Cgroup
 				lastF, lastOK = q[lastCgroup]
 			}
 			f, ok := lastF, lastOK

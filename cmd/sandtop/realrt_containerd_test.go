@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -193,19 +192,7 @@ func (r *rt) hollowShim(ns string, run func(ns, id, script string), ctr func(ns 
 	}
 	// The badges are judged by what `list --json` runs: the model's
 	// Build alone does not.
-	listed := func() *model.SandboxJSON {
-		code, out, errOut := sandtop(r.t, "list", "--json")
-		var doc model.Document
-		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
-			r.t.Fatalf("sandtop list --json: exit %d, %v\n%s", code, err, errOut)
-		}
-		for i := range doc.Sandboxes {
-			if doc.Sandboxes[i].Key == "containerd:"+ns+"/hollow" {
-				return &doc.Sandboxes[i]
-			}
-		}
-		return nil
-	}
+	listed := func() *model.SandboxJSON { return findKey(listJSON(r.t), "containerd:"+ns+"/hollow") }
 	// Old enough to be hollow, but with its workload: not hollow.
 	time.Sleep(time.Until(shimStart.Add(model.HollowAfter + time.Second)))
 	if got := listed(); got == nil || hasBadge(got, model.BadgeHollow) {

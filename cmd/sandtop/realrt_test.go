@@ -272,7 +272,11 @@ func (r *rt) doc() model.Document {
 // sandbox lists the host and returns the sandbox with this key, or nil.
 func (r *rt) sandbox(key string) *model.SandboxJSON {
 	r.t.Helper()
-	doc := r.doc()
+	return findKey(r.doc(), key)
+}
+
+// findKey returns the sandbox of doc with this key, or nil.
+func findKey(doc model.Document, key string) *model.SandboxJSON {
 	for i := range doc.Sandboxes {
 		if doc.Sandboxes[i].Key == key {
 			return &doc.Sandboxes[i]
